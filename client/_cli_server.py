@@ -1,0 +1,161 @@
+"""`tilec serve`, `tilec db upgrade|downgrade`, `tilec token create|ls|revoke`: the service's commands.
+
+Server modules are imported inside the commands, so `tilec --help` stays fast and works without
+the server extra installed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+db_app = typer.Typer(help="the SQL cache's schema (Alembic migrations)", no_args_is_help=True)
+token_app = typer.Typer(help="bearer tokens for the service", no_args_is_help=True)
+T = TypeVar("T")
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="address to bind (default TILEC_HOST or 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default TILEC_PORT or 8000)")] = None,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes")] = 1,
+) -> None:
+    """Run the service with uvicorn (auth is on unless it listens on a loopback address); the app
+    migrates the database at start unless TILEC_MIGRATE_ON_START=false."""
+    import uvicorn
+
+    from server.settings import Settings
+
+    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    settings = Settings(**overrides)
+    # the app is built from TILEC_* in each uvicorn worker: pass the command line on through them
+    os.environ.update({f"TILEC_{k.upper()}": str(v) for k, v in overrides.items()})
+    typer.echo(f"tilec: serving on http://{settings.host}:{settings.port} (auth {'on' if settings.auth_enabled else 'off'})")
+    uvicorn.run(
+        "server.main:app",
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        loop="auto",
+        http="auto",
+        log_level="warning",
+        access_log=False,
+        env_file=None,
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
+    """Apply the migrations up to REVISION (safe to run from several replicas at once)."""
+    from server.db.migrate import upgrade
+    from server.settings import Settings
+
+    url = Settings().resolved_database_url
+    upgrade(url, revision)
+    typer.echo(f"database at {revision}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(revision: Annotated[str, typer.Argument()] = "base") -> None:
+    """Revert the migrations down to REVISION."""
+    from server.db.migrate import downgrade
+    from server.settings import Settings
+
+    downgrade(Settings().resolved_database_url, revision)
+    typer.echo(f"database at {revision}")
+
+
+UrlOption = Annotated[
+    str | None, typer.Option("--url", help="a running server: go through its API (the revoke takes effect there at once)")
+]
+TokenOption = Annotated[str | None, typer.Option("--token", envvar="TILEC_TOKEN", help="an admin token, with --url")]
+
+
+def _in_database(fn: Callable[[Any], T]) -> T:
+    """fn(session) in one transaction on TILEC_DATABASE_URL (migrated first)."""
+    from server.db.engine import make_engine, session_factories
+    from server.db.migrate import upgrade
+    from server.settings import Settings
+
+    url = Settings().resolved_database_url
+    upgrade(url)
+    engine = make_engine(url, pool_size=1)
+    try:
+        rw, _ = session_factories(engine)
+        with rw() as session, session.begin():
+            return fn(session)
+    finally:
+        engine.dispose()
+
+
+def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
+    from ._client import Client, ServiceError
+
+    try:
+        with Client(url, token) as client:
+            return call(client)
+    except ServiceError as exc:
+        typer.echo(f"tilec: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+
+def _token_row(row: Any) -> Any:
+    from server.schemas import TokenPublic
+
+    return TokenPublic.model_validate(row, from_attributes=True)
+
+
+@token_app.command("create")
+def token_create(
+    scope: Annotated[list[str], typer.Option("--scope", help="read, submit or admin (repeatable)")],
+    description: Annotated[str, typer.Option(help="what the token is for")] = "",
+) -> None:
+    """Create a token in the database directly and print it (it is stored only as a hash)."""
+    bad = sorted(set(scope) - {"read", "submit", "admin"})
+    if bad:
+        raise typer.BadParameter(f"unknown scope(s) {', '.join(bad)}; use read, submit or admin")
+    from server.db import crud
+
+    plain = _in_database(lambda s: crud.create_token(s, scopes=scope, description=description)[0])
+    typer.echo(plain)
+
+
+@token_app.command("ls")
+def token_ls(url: UrlOption = None, token: TokenOption = None) -> None:
+    """List the tokens: id, scopes, created, revoked (or "active"), description; never the tokens."""
+    from server.db import crud
+
+    if url:
+        rows = _through_api(url, token, lambda c: c.list_tokens())
+    else:
+        rows = _in_database(lambda s: [_token_row(r) for r in crud.list_tokens(s)])
+    for t in rows:
+        revoked = t.revoked_at.isoformat(timespec="seconds") if t.revoked_at else "active"
+        created = t.created_at.isoformat(timespec="seconds")
+        typer.echo(f"{t.id}\t{','.join(t.scopes)}\t{created}\t{revoked}\t{t.description}")
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], url: UrlOption = None,
+                 token: TokenOption = None) -> None:
+    """Revoke token ID. With --url the server refuses it at once (other replicas within
+    TILEC_TOKEN_CACHE_TTL_S); written to the database directly, every server refuses it within that TTL."""
+    from server.db import crud
+
+    if url:
+        row = _through_api(url, token, lambda c: c.revoke_token(token_id))
+    else:
+        found = _in_database(lambda s: crud.revoke_token(s, token_id=token_id))
+        if found is None:
+            typer.echo(f"tilec: no token {token_id}", err=True)
+            raise typer.Exit(1)
+        row = _token_row(found)
+    typer.echo(f"token {row.id} revoked at {row.revoked_at.isoformat(timespec='seconds')}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(db_app, name="db")
+    app.add_typer(token_app, name="token")

@@ -1,0 +1,222 @@
+"""HTTP clients for the tilec service: `Client` (sync) and `AsyncClient`, over httpx, typed by the
+shared wire models. Refusals become ServiceError (with the server's error code and detail); httpx's
+transport errors are translated here, at one boundary.
+
+    TilecError
+    └── ServiceError              the service refused (status, code, detail) or could not be reached
+        ├── NotFoundError         404: body.missing says what (kernel, artifact, tuning_result, ...)
+        ├── AuthError             401/403
+        └── ServiceUnavailable    503 or a transport error; retry_after when the server said
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import httpx
+from pydantic import TypeAdapter
+
+from ._exceptions import TilecError
+from ._models import (
+    ArtifactPublic,
+    CompileCreate,
+    HealthPublic,
+    KernelCreate,
+    KernelPublic,
+    LookupPublic,
+    TokenCreate,
+    TokenPublic,
+    TuningResultCreate,
+    TuningResultPublic,
+)
+
+_TOKENS = TypeAdapter(list[TokenPublic])
+
+
+class ServiceError(TilecError):
+    def __init__(self, status: int, code: str, detail: str, body: dict | None = None) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.body = body or {}
+
+
+class NotFoundError(ServiceError):
+    pass
+
+
+class AuthError(ServiceError):
+    pass
+
+
+class ServiceUnavailable(ServiceError):
+    @property
+    def retry_after(self) -> float | None:
+        value = self.body.get("retry_after")
+        return float(value) if value is not None else None
+
+
+def _error(response: httpx.Response) -> ServiceError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"error": "http_error", "detail": response.text[:500]}
+    if not isinstance(body, dict):
+        body = {"error": "http_error", "detail": str(body)[:500]}
+    if "Retry-After" in response.headers:
+        body["retry_after"] = response.headers["Retry-After"]
+    status, code, detail = response.status_code, str(body.get("error", "")), str(body.get("detail", ""))
+    cls = {404: NotFoundError, 401: AuthError, 403: AuthError, 503: ServiceUnavailable}.get(status, ServiceError)
+    return cls(status, code, detail, body)
+
+
+def _check(response: httpx.Response) -> httpx.Response:
+    if response.status_code >= 400:
+        raise _error(response)
+    return response
+
+
+def _verified(response: httpx.Response) -> bytes:
+    want = response.headers.get("X-Tilec-SHA256")
+    if want and hashlib.sha256(response.content).hexdigest() != want:
+        raise ServiceError(response.status_code, "sha_mismatch", "the download does not match its sha256")
+    return response.content
+
+
+def _body(model: Any) -> dict:
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+class _Base:
+    def __init__(self, url: str, token: str | None, timeout: float) -> None:
+        self.url = url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.timeout = timeout
+
+    @staticmethod
+    def _lookup_params(kernel: str, target: str, key: str, dtypes: str) -> dict[str, str]:
+        return {"kernel": kernel, "target": target, "key": key, "dtypes": dtypes}
+
+
+class Client(_Base):
+    """Blocking client: `Client("http://127.0.0.1:8000", token)`; use as a context manager or close()."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 120.0, transport: Any = None) -> None:
+        super().__init__(url, token, timeout)
+        self._http = httpx.Client(base_url=self.url, headers=self.headers, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        try:
+            return _check(self._http.request(method, path, **kw))
+        except httpx.TransportError as exc:
+            raise ServiceUnavailable(0, "unreachable", str(exc) or type(exc).__name__) from exc
+
+    def health(self) -> HealthPublic:
+        return HealthPublic.model_validate_json(self._request("GET", "/healthz").content)
+
+    def submit_kernel(self, body: KernelCreate) -> KernelPublic:
+        return KernelPublic.model_validate_json(self._request("POST", "/v1/kernels", json=_body(body)).content)
+
+    def compile(self, body: CompileCreate) -> ArtifactPublic:
+        return ArtifactPublic.model_validate_json(self._request("POST", "/v1/compile", json=_body(body)).content)
+
+    def artifact(self, artifact_id: str) -> ArtifactPublic:
+        return ArtifactPublic.model_validate_json(self._request("GET", f"/v1/artifacts/{artifact_id}").content)
+
+    def download(self, artifact_id: str, form: str) -> bytes:
+        return _verified(self._request("GET", f"/v1/artifacts/{artifact_id}/{form}"))
+
+    def lookup(self, kernel: str, target: str, *, key: str = "", dtypes: str = "") -> LookupPublic | None:
+        try:
+            response = self._request("GET", "/v1/lookup", params=self._lookup_params(kernel, target, key, dtypes))
+        except NotFoundError:
+            return None
+        return LookupPublic.model_validate_json(response.content)
+
+    def record_tuning(self, body: TuningResultCreate) -> TuningResultPublic:
+        response = self._request("POST", "/v1/tuning-results", json=_body(body))
+        return TuningResultPublic.model_validate_json(response.content)
+
+    def create_token(self, body: TokenCreate) -> TokenPublic:
+        return TokenPublic.model_validate_json(self._request("POST", "/v1/tokens", json=_body(body)).content)
+
+    def list_tokens(self) -> list[TokenPublic]:
+        return _TOKENS.validate_json(self._request("GET", "/v1/tokens").content)
+
+    def revoke_token(self, token_id: int) -> TokenPublic:
+        return TokenPublic.model_validate_json(self._request("DELETE", f"/v1/tokens/{token_id}").content)
+
+
+class AsyncClient(_Base):
+    """The same API as Client, awaitable."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 120.0, transport: Any = None) -> None:
+        super().__init__(url, token, timeout)
+        self._http = httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        try:
+            return _check(await self._http.request(method, path, **kw))
+        except httpx.TransportError as exc:
+            raise ServiceUnavailable(0, "unreachable", str(exc) or type(exc).__name__) from exc
+
+    async def health(self) -> HealthPublic:
+        return HealthPublic.model_validate_json((await self._request("GET", "/healthz")).content)
+
+    async def submit_kernel(self, body: KernelCreate) -> KernelPublic:
+        response = await self._request("POST", "/v1/kernels", json=_body(body))
+        return KernelPublic.model_validate_json(response.content)
+
+    async def compile(self, body: CompileCreate) -> ArtifactPublic:
+        response = await self._request("POST", "/v1/compile", json=_body(body))
+        return ArtifactPublic.model_validate_json(response.content)
+
+    async def artifact(self, artifact_id: str) -> ArtifactPublic:
+        response = await self._request("GET", f"/v1/artifacts/{artifact_id}")
+        return ArtifactPublic.model_validate_json(response.content)
+
+    async def download(self, artifact_id: str, form: str) -> bytes:
+        return _verified(await self._request("GET", f"/v1/artifacts/{artifact_id}/{form}"))
+
+    async def lookup(self, kernel: str, target: str, *, key: str = "", dtypes: str = "") -> LookupPublic | None:
+        try:
+            response = await self._request(
+                "GET", "/v1/lookup", params=self._lookup_params(kernel, target, key, dtypes)
+            )
+        except NotFoundError:
+            return None
+        return LookupPublic.model_validate_json(response.content)
+
+    async def record_tuning(self, body: TuningResultCreate) -> TuningResultPublic:
+        response = await self._request("POST", "/v1/tuning-results", json=_body(body))
+        return TuningResultPublic.model_validate_json(response.content)
+
+    async def create_token(self, body: TokenCreate) -> TokenPublic:
+        response = await self._request("POST", "/v1/tokens", json=_body(body))
+        return TokenPublic.model_validate_json(response.content)
+
+    async def list_tokens(self) -> list[TokenPublic]:
+        return _TOKENS.validate_json((await self._request("GET", "/v1/tokens")).content)
+
+    async def revoke_token(self, token_id: int) -> TokenPublic:
+        return TokenPublic.model_validate_json((await self._request("DELETE", f"/v1/tokens/{token_id}")).content)

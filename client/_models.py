@@ -1,0 +1,38 @@
+"""The wire models shared with the server. They are defined once, in server/schemas.py, which imports
+pydantic only (the `server` package is always installed and its __init__ imports nothing, so this
+pulls in neither FastAPI nor SQLAlchemy); the client re-exports them from here.
+"""
+
+from server.schemas import (
+    ArtifactPublic,
+    CompileCreate,
+    ConfigSpec,
+    ErrorPublic,
+    HealthPublic,
+    KernelCreate,
+    KernelPublic,
+    LookupPublic,
+    TokenCreate,
+    TokenPublic,
+    TrialCreate,
+    TrialPublic,
+    TuningResultCreate,
+    TuningResultPublic,
+)
+
+__all__ = [
+    "ArtifactPublic",
+    "CompileCreate",
+    "ConfigSpec",
+    "ErrorPublic",
+    "HealthPublic",
+    "KernelCreate",
+    "KernelPublic",
+    "LookupPublic",
+    "TokenCreate",
+    "TokenPublic",
+    "TrialCreate",
+    "TrialPublic",
+    "TuningResultCreate",
+    "TuningResultPublic",
+]

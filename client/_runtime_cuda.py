@@ -1,0 +1,409 @@
+"""The cuda runtime: loads cubins with the driver API of cuda-python and launches them with cuLaunchKernel.
+
+A loaded module is cached per (artifact, context); each launch writes the arguments into prebuilt
+ctypes slots (no allocation) and launches on the arguments' current stream (torch's when torch
+tensors are passed). Arguments: torch/CuPy arrays (__cuda_array_interface__ or DLPack) or raw ints.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from typing import Any
+
+import numpy as np
+
+from compiler.artifact import Artifact
+
+from ._exceptions import ArgumentError, LaunchError, TargetError
+from ._launch import check_grid
+
+_CTYPES = {
+    "ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
+}  # fmt: skip
+_TORCH_DTYPES = {
+    "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
+    "torch.int32": "i32", "torch.int64": "i64", "torch.int16": "i16", "torch.int8": "i8", "torch.uint8": "u8",
+    "torch.bool": "i1", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
+}  # fmt: skip
+_NP_DTYPES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
+    "uint32": "u32", "uint64": "u64", "float16": "fp16", "float32": "fp32", "float64": "fp64",
+}  # fmt: skip
+_lock = threading.Lock()
+_modules: dict[tuple[str, int], CudaKernel] = {}
+_sm_of_device: dict[int, int] = {}
+_initialised = False
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:  # pragma: no cover - cuda-python is a dependency of the cuda extra
+        raise TargetError("the cuda runtime needs cuda-python (pip install 'tilec[cuda]')") from exc
+    return driver
+
+
+def check(result) -> Any:
+    """Unpack a cuda-python result tuple, raising LaunchError on an error code."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        driver = _driver()
+        _, name = driver.cuGetErrorName(err)
+        raise LaunchError(f"CUDA driver error {int(err)} ({name.decode() if name else '?'})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def _init() -> None:
+    global _initialised
+    if not _initialised:
+        check(_driver().cuInit(0))
+        _initialised = True
+
+
+def _context(device: int) -> int:
+    """The current context, or the device's primary context made current (no torch/CuPy present)."""
+    driver = _driver()
+    _init()
+    ctx = check(driver.cuCtxGetCurrent())
+    if int(ctx) != 0:
+        return int(ctx)
+    dev = check(driver.cuDeviceGet(device))
+    ctx = check(driver.cuDevicePrimaryCtxRetain(dev))
+    check(driver.cuCtxSetCurrent(ctx))
+    return int(ctx)
+
+
+def device_sm(device: int) -> int:
+    sm = _sm_of_device.get(device)
+    if sm is None:
+        driver = _driver()
+        _init()
+        dev = check(driver.cuDeviceGet(device))
+        attr = driver.CUdevice_attribute
+        major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+        minor = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+        sm = 10 * major + minor
+        _sm_of_device[device] = sm
+    return sm
+
+
+# ---- arguments -----------------------------------------------------------------------------------
+
+
+def is_torch_cuda(v: Any) -> bool:
+    return type(v).__module__.startswith("torch") and getattr(v, "is_cuda", False)
+
+
+def is_cuda_array(v: Any) -> bool:
+    if type(v).__module__.startswith("torch"):
+        return bool(getattr(v, "is_cuda", False))
+    return hasattr(v, "__cuda_array_interface__")
+
+
+def array_info(name: str, v: Any) -> tuple[int, str, int]:
+    """(device pointer, Triton pointer type, device ordinal) of a CUDA array."""
+    if type(v).__module__.startswith("torch"):
+        t = _TORCH_DTYPES.get(str(v.dtype))
+        if t is None:
+            raise ArgumentError(f"argument '{name}': unsupported tensor dtype {v.dtype}")
+        if not v.is_contiguous():
+            raise ArgumentError(f"argument '{name}': the tensor is not contiguous; pass x.contiguous()")
+        return v.data_ptr(), "*" + t, v.device.index or 0
+    cai = v.__cuda_array_interface__
+    dt = np.dtype(cai["typestr"])
+    t = _NP_DTYPES.get(dt.name)
+    if t is None:
+        raise ArgumentError(f"argument '{name}': unsupported array dtype {dt}")
+    if cai.get("strides") is not None:
+        want = dt.itemsize
+        for n, s in zip(reversed(cai["shape"]), reversed(cai["strides"]), strict=True):
+            if s != want and n > 1:
+                raise ArgumentError(f"argument '{name}': the array is not contiguous")
+            want *= n
+    dev = getattr(getattr(v, "device", None), "id", 0) or 0
+    return int(cai["data"][0]), "*" + t, int(dev)
+
+
+def specialise_cuda(name: str, v: Any) -> tuple[str, tuple]:
+    ptr, t, _ = array_info(name, v)
+    return t, ((("divisibility", 16),) if ptr % 16 == 0 else ())
+
+
+def cuda_target(args: list[Any]) -> str:
+    """'cuda:sm_XX' of the device the CUDA arrays among `args` live on (all on one device)."""
+    devs = {array_info("?", a)[2] for a in args if is_cuda_array(a)}
+    if len(devs) > 1:
+        raise TargetError(f"the CUDA arrays live on several devices {sorted(devs)}; pass arrays of one device")
+    return f"cuda:sm_{device_sm(devs.pop() if devs else 0)}"
+
+
+def raw_cuda_arg(v: Any) -> Any:
+    if type(v).__module__.startswith("torch"):
+        return v.data_ptr() if getattr(v, "is_cuda", False) else v.item()
+    if hasattr(v, "__cuda_array_interface__"):
+        return int(v.__cuda_array_interface__["data"][0])
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def current_stream(args: list[Any], device: int) -> int:
+    for a in args:
+        if type(a).__module__.startswith("torch") and getattr(a, "is_cuda", False):
+            import torch
+
+            getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            return int(getter(device)) if getter else int(torch.cuda.current_stream(device).cuda_stream)
+    return 0
+
+
+# ---- kernels -------------------------------------------------------------------------------------
+
+_STRUCT = {"ptr": "Q", "i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d"}
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig of cuda.h (CUDA 12+): the argument of cuLaunchKernelEx."""
+
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+        ("numAttrs", ctypes.c_uint),
+    ]  # fmt: skip
+
+
+class Launcher:
+    """The per-launch work of one kernel, all of it prepared once: arguments go into one preallocated
+    buffer with a single struct.pack_into, grid and stream into a CUlaunchConfig only when they
+    change, and cuLaunchKernelEx is called through ctypes with four prebuilt pointer arguments."""
+
+    def __init__(self, func_addr: int, threads: int, shared: int, kinds: list[str], launch_ex) -> None:
+        fmt, offsets, size = "=", [], 0
+        for k in kinds:
+            width = struct.calcsize("=" + _STRUCT[k])
+            pad = -size % width
+            fmt += "x" * pad + _STRUCT[k]
+            offsets.append(size + pad)
+            size += pad + width
+        self.nargs = len(kinds)
+        self.pack = struct.Struct(fmt).pack_into
+        self.buf = (ctypes.c_uint64 * max(1, (size + 7) // 8))()
+        base = ctypes.addressof(self.buf)
+        self.params = (ctypes.c_void_p * max(1, len(kinds)))(*[base + o for o in offsets])
+        self.config = _LaunchConfig(1, 1, 1, threads, 1, 1, shared, None, None, 0)
+        self.grid: tuple | None = None
+        self.stream: int | None = None
+        self.fn = launch_ex
+        self.argv = (ctypes.c_void_p(ctypes.addressof(self.config)), ctypes.c_void_p(func_addr),
+                     ctypes.c_void_p(ctypes.addressof(self.params)), None)  # fmt: skip
+
+    def __call__(self, raw, grid: tuple, stream: int) -> int:
+        """Launch with runtime arguments `raw` (ints/floats, in kernel order); the driver's return code."""
+        try:
+            self.pack(self.buf, 0, *raw)
+        except struct.error as exc:
+            raise ArgumentError(f"cannot pass these arguments to the kernel ({exc}); expected {self.nargs}") from None
+        if grid != self.grid:
+            self.config.gridDimX, self.config.gridDimY, self.config.gridDimZ = check_grid(grid, {})
+            self.grid = grid
+        if stream != self.stream:
+            self.config.hStream = stream or None
+            self.stream = stream
+        return self.fn(*self.argv)
+
+
+class CudaKernel:
+    """A cubin loaded into one context, with its prepared launcher."""
+
+    def __init__(self, art: Artifact):
+        if not art.target.startswith("cuda") or not art.binary.startswith(b"\x7fELF"):
+            raise LaunchError(f"artifact for {art.target!r} is not a cubin")
+        driver = _driver()
+        self.name = art.kernel_name
+        meta = art.metadata
+        self.threads = int(meta["threads_per_block"])
+        self.shared = int(meta.get("shared_bytes", 0))
+        self.kinds = list(meta["arg_kinds"])
+        self.module = check(driver.cuModuleLoadData(art.binary))
+        self.func = check(driver.cuModuleGetFunction(self.module, self.name.encode()))
+        if self.shared > 48 * 1024:
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(driver.cuFuncSetAttribute(self.func, attr, self.shared))
+        self._driver = driver
+        self.func_addr = int(self.func)
+        ex = _raw_launcher()
+        self.fast = Launcher(self.func_addr, self.threads, self.shared, self.kinds, ex) if ex is not None else None
+
+    def launch(self, raw_args: list[Any], grid: tuple[int, int, int], stream: int = 0) -> None:
+        if len(raw_args) != len(self.kinds):
+            raise ArgumentError(f"{self.name} takes {len(self.kinds)} runtime arguments, got {len(raw_args)}")
+        if self.fast is not None:
+            rc = self.fast(raw_args, grid, stream)
+            if rc:
+                self.fail(rc)
+            return
+        slots = [_CTYPES[k](v) for k, v in zip(self.kinds, raw_args, strict=True)]
+        params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(x) for x in slots])
+        err = self._driver.cuLaunchKernel(self.func, grid[0], grid[1], grid[2], self.threads, 1, 1, self.shared, stream,
+                                          ctypes.addressof(params), 0)  # fmt: skip
+        if int(err[0]) != 0:
+            check(err)
+
+    def fail(self, rc: int) -> None:
+        check((self._driver.CUresult(rc),))
+
+
+def load(art: Artifact, device: int = 0) -> CudaKernel:
+    key = (art.sha256, _context(device))  # one module per binary and context
+    k = _modules.get(key)
+    if k is None:
+        with _lock:
+            k = _modules.get(key)
+            if k is None:
+                k = CudaKernel(art)
+                _modules[key] = k
+    return k
+
+
+def launch(art: Artifact, args: list[Any], grid: tuple[int, int, int]) -> None:
+    """The cuda entry of client._launch.RUNTIMES: args are the kernel's runtime arguments."""
+    device = next((array_info("?", a)[2] for a in args if is_cuda_array(a)), 0)
+    kernel = load(art, device)
+    kernel.launch([raw_cuda_arg(a) for a in args], grid, current_stream(args, device))
+
+
+# ---- the warm launch path -------------------------------------------------------------------------
+
+_libcuda = None
+
+
+def _raw_launcher():
+    """cuLaunchKernelEx straight from libcuda through ctypes (no argtypes: its four arguments are
+    prebuilt pointer objects), or None where libcuda or the entry point is missing."""
+    global _libcuda
+    if _libcuda is None:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            fn.restype = ctypes.c_int
+            _libcuda = fn
+        except (OSError, AttributeError):
+            _libcuda = False
+    return _libcuda or None
+
+
+class FastPath:
+    """Per JITKernel: a table from a cheap key of the call (argument types, alignment, int classes,
+    keyword values) to a loaded kernel, so a warm `k[grid](...)` skips binding, specialisation and
+    the artifact cache. Calls the table cannot answer return False and take the full path."""
+
+    def __init__(self, params, constexpr_names: set[str] | None = None, tensor_type=None, stream_of=None) -> None:
+        self.names = [p.name for p in params]
+        consts = constexpr_names if constexpr_names is not None else {p.name for p in params if p.constexpr}
+        self.const_pos = tuple(i for i, n in enumerate(self.names) if n in consts)
+        self.table: dict = {}
+        self.tensor = tensor_type
+        self.stream_of = stream_of
+        self.multi_gpu = False  # with one GPU, the first tensor's is_cuda stands for its device
+
+    def _key(self, args: tuple, kwargs: dict):
+        """(key, raw values of the positional arguments) or (None, None) for calls it does not handle.
+        Per argument: (dtype, 16-byte aligned) for tensors, Triton's int classes (equal to 1, or
+        (divisible by 16, fits in i32)), float; then keyword items, positional constexprs and the
+        first tensor's device (is_cuda where there is one GPU: cheaper than get_device)."""
+        tensor = self.tensor
+        key = [tuple(kwargs.items())] if kwargs else [None]  # cheaper than the items one by one
+        raw = []
+        dev = None
+        for a in args:
+            t = type(a)
+            if t is tensor:
+                p = a.data_ptr()
+                raw.append(p)
+                key.append((a.dtype, p & 15 == 0))
+                if dev is None:
+                    dev = a.get_device() if self.multi_gpu else a.is_cuda
+            elif t is int:
+                raw.append(a)
+                key.append(1 if a == 1 else (a & 15 == 0, -2147483648 <= a < 2147483648))
+            elif t is float:
+                raw.append(a)
+                key.append(float)
+            else:
+                return None, None
+        key.append(dev)
+        if self.const_pos and self.const_pos[0] < len(args):
+            key.append(tuple(args[i] for i in self.const_pos if i < len(args)))
+        return tuple(key), raw
+
+    def launch(self, grid, args: tuple, kwargs: dict) -> bool:
+        key, raw = self._key(args, kwargs)
+        if key is None:
+            return False
+        try:
+            entry = self.table.get(key)
+        except TypeError:  # an unhashable keyword value
+            return False
+        if entry is None:
+            return False
+        lau, picks, device, rest, kernel = entry
+        if type(grid) is not tuple:
+            grid = self._grid(grid, args, kwargs, rest)
+        if picks is not None:
+            raw = [raw[i] if i >= 0 else v for i, v in picks]
+        try:  # Launcher.__call__, inlined: this is the hot path
+            lau.pack(lau.buf, 0, *raw)
+        except struct.error as exc:
+            raise ArgumentError(f"cannot pass these arguments to {kernel.name} ({exc})") from None
+        if grid != lau.grid:
+            lau.config.gridDimX, lau.config.gridDimY, lau.config.gridDimZ = check_grid(grid, {})
+            lau.grid = grid
+        stream = self.stream_of(device)
+        if stream != lau.stream:
+            lau.config.hStream = stream or None
+            lau.stream = stream
+        rc = lau.fn(*lau.argv)
+        if rc:
+            kernel.fail(rc)
+        return True
+
+    def _grid(self, grid, args: tuple, kwargs: dict, rest: dict) -> tuple:
+        if callable(grid):
+            meta = dict(rest)
+            meta.update(zip(self.names, args, strict=False))
+            meta.update(kwargs)
+            grid = grid(meta)
+        return (grid,) if isinstance(grid, int) else tuple(grid)
+
+    def remember(self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict) -> None:
+        if any(n in kwargs for n in runtime_names):
+            return
+        if self.tensor is None:
+            import torch
+
+            self.tensor = torch.Tensor
+            self.multi_gpu = torch.cuda.device_count() > 1
+            getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            self.stream_of = getter if getter else (lambda d: int(torch.cuda.current_stream(d).cuda_stream))
+        key, _ = self._key(args, kwargs)
+        if key is None:
+            return
+        pos = {n: i for i, n in enumerate(self.names[: len(args)])}
+        picks = [(pos[n], None) if n in pos else (-1, full[n]) for n in runtime_names]
+        if [i for i, _ in picks] == list(range(len(args))):
+            picks = None  # the positional arguments are exactly the runtime arguments, in order
+        device = next((a.get_device() for a in args if type(a) is self.tensor), 0)
+        given = set(self.names[: len(args)]) | set(kwargs)
+        rest = {k: v for k, v in full.items() if k not in given}  # defaults and heuristics, for grid(meta)
+        kernel = load(art, device)
+        if kernel.fast is None:
+            return
+        try:
+            self.table[key] = (kernel.fast, picks, device, rest, kernel)
+        except TypeError:
+            return

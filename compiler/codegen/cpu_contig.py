@@ -1,0 +1,104 @@
+"""Contiguity of pointer tiles. 1-D: `addptr(splat(p), splat(s) + make_range(a, b))` addresses consecutive
+elements from p + s + a, so its load/store can be one llvm.masked.load/store instead of a gather/scatter.
+Any rank: runs of consecutive addresses along the last axis (axis analysis) give per-run vector loads.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+from llvmlite import ir
+
+from ..ir.core import Operation, Value
+from ..ir.types import PointerType, TileType, elem_type
+from ..passes.ir_utils import defining_op
+from .llvm_tables import cast
+from .llvm_types import I64, PTR, kind_of, splat_const
+
+
+def _splat_source(v: Value) -> Value | None:
+    op = defining_op(v)
+    if op is not None and op.name == "splat":
+        return op.operands[0]
+    return None
+
+
+def _contiguous_start(lw, v: Value) -> ir.Value | None:
+    """The scalar first element of a 1-D integer tile known to be start, start+1, ...; else None."""
+    op = defining_op(v)
+    if op is None:
+        return None
+    if op.name == "make_range":
+        return ir.Constant(I64, op.attrs["start"])
+    if op.name != "add":
+        return None
+    for tile, other in (op.operands, op.operands[::-1]):
+        start = _contiguous_start(lw, tile)
+        scalar = _splat_source(other)
+        if start is not None and scalar is not None and scalar in lw.values:
+            s = cast(lw.b, lw.get(scalar), kind_of(scalar.type), "sint", I64)
+            return lw.b.add(start, s)
+    return None
+
+
+def contiguous_address(lw, ptr: Value) -> ir.Value | None:
+    """An LLVM `ptr` to the first element when the 1-D pointer tile `ptr` is contiguous; else None."""
+    t = ptr.type
+    if not isinstance(t, TileType) or t.rank != 1:
+        return None
+    op = defining_op(ptr)
+    if op is None or op.name != "addptr":
+        return None
+    base = _splat_source(op.operands[0])
+    if base is None or base not in lw.values:
+        return None
+    start = _contiguous_start(lw, op.operands[1])
+    if start is None:
+        return None
+    pointee = elem_type(t)
+    assert isinstance(pointee, PointerType)
+    offset = lw.b.mul(start, splat_const(I64, pointee.pointee.bytes))
+    return lw.b.inttoptr(lw.b.add(lw.get(base), offset), PTR)
+
+
+def last_axis_run(lw, v: Value) -> int:
+    """Length of the aligned runs of consecutive elements along the last axis of the pointer tile `v`, from
+    compiler.passes.axis_analysis; a `for`-carried pointer advanced by amounts constant along that axis keeps
+    its initial value's runs (the analysis itself knows nothing of loop-carried values)."""
+    t = v.type
+    if not isinstance(t, TileType):
+        return 1
+    arg = _for_carried(v)
+    if arg is not None:
+        loop, i = arg
+        return _carried_run(lw, v, loop, i)
+    info = lw.axis_info(v)
+    return info.contiguity[-1] if info is not None else 1
+
+
+def _for_carried(v: Value) -> tuple[Operation, int] | None:
+    """(the for op, position among the carried values) when `v` is a carried block argument of a for."""
+    owner = v.owner
+    if isinstance(owner, Operation):
+        return None
+    for_op = getattr(getattr(owner, "parent", None), "parent", None)
+    if not isinstance(for_op, Operation) or for_op.name != "for":
+        return None
+    args = for_op.regions[0].block.args
+    for i, a in enumerate(args[1:]):
+        if a is v:
+            return for_op, i
+    return None
+
+
+def _carried_run(lw, v: Value, loop: Operation, i: int) -> int:
+    init = loop.operands[3 + i]
+    term = loop.regions[0].block.ops[-1]
+    step = term.operands[i] if term.name == "yield" and len(term.operands) > i else None
+    op = defining_op(step) if step is not None else None
+    if op is None or op.name != "addptr" or op.operands[0] is not v:
+        return 1
+    off = lw.axis_info(op.operands[1])
+    if off is None:
+        return 1
+    return gcd(last_axis_run(lw, init), off.constancy[-1])

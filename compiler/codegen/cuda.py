@@ -1,0 +1,103 @@
+"""The cuda target's stages: tir -> gpu-tir (layouts) -> llir (NVVM) -> ptx -> cubin.
+
+`stages()` is what compiler.pipeline registers under "cuda"; each stage is `(ir, meta) -> next`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..artifact import parse_target
+from ..errors import CompileError
+from ..ir.core import Function, Module
+from ..passes.gpu_dot_acc import GpuDotAccPass
+from ..passes.gpu_layout import GpuLayoutPass, LayoutPlan, is_pow2_shape
+from ..passes.gpu_pipeline import GpuPipelinePass, PipelinePlan
+from . import nvptx
+
+
+@dataclass
+class GpuModule:
+    """The tile IR of the kernel with the plans of the gpu-layout and gpu-pipeline passes."""
+
+    fn: Function
+    plan: LayoutPlan
+    pipes: PipelinePlan
+
+    def __str__(self) -> str:
+        return (f"gpu-tir of @{self.fn.name}: {len(self.plan.natural)} tiles laid out, {len(self.plan.access)} accesses\n"
+                f"{self.pipes.describe()}")
+
+
+def _sm(meta: dict) -> int:
+    _, sm = parse_target(meta["options"].target)
+    return sm
+
+
+def _kernel(module: Module, name: str | None) -> Function:
+    ks = [f for f in module.kernels if name is None or f.name == name]
+    if len(ks) != 1:
+        raise CompileError(f"cuda: expected one kernel{' named ' + name if name else ''}, found {len(ks)}")
+    return ks[0]
+
+
+def _check_shapes(fn: Function) -> None:
+    for op in fn.walk():
+        for v in op.results:
+            shape = getattr(v.type, "shape", ())
+            if shape and not is_pow2_shape(shape):
+                where = {"filename": op.loc.file, "line": op.loc.line, "col": op.loc.col} if op.loc else {}
+                raise CompileError(f"cuda: tile shapes must be powers of two, but '{op.name}' makes {v.type} "
+                                   "(the cpu target runs any shape)", **where)  # fmt: skip
+
+
+def gpu_tir(module: Module, meta: dict) -> GpuModule:
+    opts = meta["options"]
+    nw = opts.num_warps
+    if nw < 1 or nw > 32 or nw & (nw - 1):
+        raise CompileError(f"cuda: num_warps must be a power of two from 1 to 32, got {nw}")
+    fn = _kernel(module, meta.get("kernel_name"))
+    meta["kernel_name"] = fn.name
+    _check_shapes(fn)
+    GpuDotAccPass().run(fn)
+    plan = GpuLayoutPass(num_warps=nw, sm=_sm(meta)).run(fn)
+    return GpuModule(fn, plan, GpuPipelinePass(num_stages=opts.num_stages).run(fn, plan))
+
+
+def llir(gm: GpuModule, meta: dict) -> str:
+    from .cuda_lower import lower_kernel
+
+    module, info = lower_kernel(gm.fn, gm.plan, _sm(meta), gm.pipes)
+    meta.update(info)
+    return _with_attrs(str(module), gm.fn.name, info["threads_per_block"])
+
+
+def _with_attrs(text: str, name: str, threads: int) -> str:
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(f'define ptx_kernel void @"{name}"('):
+            lines[i] = line + " #0"
+            break
+    lines.append(f'attributes #0 = {{ "nvvm.maxntid"="{threads}" "nvvm.minctasm"="1" }}')
+    return "\n".join(lines)
+
+
+def ptx(llir_text: str, meta: dict) -> str:
+    opts = meta["options"]
+    sm = _sm(meta)
+    mod = nvptx.optimise(llir_text, meta["kernel_name"], sm, opts.opt_level)
+    meta["llir_optimised"] = str(mod)
+    return nvptx.emit_ptx(mod, sm, opts.opt_level)
+
+
+def cubin(ptx_text: str, meta: dict) -> bytes:
+    binary, log = nvptx.ptx_to_cubin(ptx_text, _sm(meta), meta["options"].opt_level)
+    meta.update(nvptx.resource_usage(log))
+    meta["assembler_log"] = log
+    return binary
+
+
+def stages() -> list:
+    from ..pipeline import _tir_stage
+
+    return [("tir", _tir_stage), ("gpu-tir", gpu_tir), ("llir", llir), ("ptx", ptx), ("cubin", cubin)]

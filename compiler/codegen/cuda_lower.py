@@ -1,0 +1,437 @@
+"""Tile IR -> LLVM IR for NVPTX: each tile is a list of registers per thread, in a distributed layout.
+
+Cheap pure ops (ranges, splats, broadcasts, elementwise math) are computed on demand in whatever
+layout their user asks for; loads, reductions, dots and loop-carried values are materialised once
+in the layout the gpu-layout pass chose, and converted through shared memory when asked for another.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..errors import CompileError
+from ..ir.core import Function, Operation, Value
+from ..ir.types import PointerType, TileType, elem_type, shape_of
+from ..passes.gpu_layout import Layout, LayoutPlan, is_lazy, log2
+from ..passes.gpu_pipeline import PipelinePlan
+from . import cuda_ops as ops
+from .cuda_memory import MemoryLowering
+from .cuda_misc import MiscLowering
+from .cuda_mma import MmaLowering
+from .cuda_pipeline import PipelineLowering
+from .cuda_reduce import ReduceLowering
+from .cuda_shape import ShapeLowering
+
+MAX_REGS_PER_THREAD = 4096
+
+
+class CudaLowering(MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, ReduceLowering, ShapeLowering):
+    def __init__(self, fn: Function, plan: LayoutPlan, sm: int, pipes: PipelinePlan | None = None):
+        self.src = fn
+        self.plan = plan
+        self.pipes = pipes if pipes is not None else PipelinePlan()
+        self._rings: dict = {}
+        self.sm = sm
+        self.num_warps = plan.num_warps
+        self.module = ir.Module(name=fn.name)
+        self.module.triple = "nvptx64-nvidia-cuda"
+        self.scopes: list[dict] = [{}]
+        self.smem_bytes = 0
+        self.smem_base = 0  # scratch starts here: below it lie the rings of pipelined loops
+        self.smem_dirty = False
+        self.arg_kinds: list[str] = []
+        self._thread_coords: dict[Layout, list] = {}
+
+    # ---- entry ---------------------------------------------------------------------------------
+
+    def lower(self) -> ir.Module:
+        params = [self._param_type(p.type) for p in self.src.params]
+        fnty = ir.FunctionType(ir.VoidType(), params)
+        self.fn = ir.Function(self.module, fnty, self.src.name)
+        self.fn.calling_convention = "ptx_kernel"
+        prologue = self.fn.append_basic_block("prologue")
+        body = self.fn.append_basic_block("body")
+        self.pb = ir.IRBuilder(prologue)
+        self.b = ir.IRBuilder(body)
+        self.smem = ir.GlobalVariable(self.module, ir.ArrayType(ops.I8, 0), "tilec_smem", addrspace=3)
+        self.smem.linkage = "external"
+        self.smem.align = 16
+        self.smem.type = ops.SPTR  # opaque pointer, so typed loads/stores through byte offsets verify
+        self.smem_ptr = self.smem
+        tid = self._sreg(self.pb, "tid.x")
+        self.lane = self.pb.and_(tid, ir.Constant(ops.I32, 31))
+        self.warp = self.pb.lshr(tid, ir.Constant(ops.I32, 5))
+        self.tid = tid
+        for p, a, la in zip(self.src.params, self.src.args, self.fn.args, strict=False):
+            self.scopes[0][(a, None)] = self._param_value(p.type, la)
+        self.lower_block(self.src.body.block.ops)
+        self.pb.branch(body)
+        return self.module
+
+    def _param_type(self, t) -> ir.Type:
+        if isinstance(t, TileType):
+            raise CompileError("cuda: kernel parameters must be scalars or pointers")
+        if isinstance(t, PointerType):
+            self.arg_kinds.append("ptr")
+            return ops.GPTR
+        if t.is_float:
+            self.arg_kinds.append("f64" if t.bits == 64 else "f32")
+            return ops.F64 if t.bits == 64 else ops.F32
+        kind = ("i" if t.is_signed else "u") + str(max(32, t.bits))
+        self.arg_kinds.append(kind)
+        return ir.IntType(max(32, t.bits))
+
+    def _param_value(self, t, v):
+        if isinstance(t, PointerType):
+            return v
+        if t.name == "f16":
+            return self.b.fptrunc(v, ops.F16)
+        if t.is_float:
+            return v
+        if t.bits < 32:
+            return self.b.trunc(v, ops.reg_type(t))
+        return v
+
+    def _sreg(self, b: ir.IRBuilder, name: str):
+        fn = ops.intrinsic(self.module, f"llvm.nvvm.read.ptx.sreg.{name}", ops.I32, [])
+        return b.call(fn, [])
+
+    # ---- values --------------------------------------------------------------------------------
+
+    def lookup(self, key):
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        return None
+
+    def define(self, v: Value, lay: Layout | None, vals) -> None:
+        self.scopes[-1][(v, lay)] = vals
+
+    def layout_of(self, v: Value) -> Layout:
+        lay = self.plan.natural.get(v)
+        if lay is None:
+            lay = self.plan.default(v.type.shape)
+            self.plan.natural[v] = lay
+        return lay
+
+    def scalar(self, v: Value):
+        got = self.lookup((v, None))
+        if got is None:
+            raise CompileError(f"cuda: internal: scalar {v!r} used before it was lowered")
+        return got
+
+    def get(self, v: Value, lay: Layout | None = None):
+        """The registers of tile `v` in layout `lay` (its natural layout when None); scalars as is."""
+        if not isinstance(v.type, TileType):
+            return self.scalar(v)
+        lay = lay or self.layout_of(v)
+        got = self.lookup((v, lay))
+        if got is not None:
+            return got
+        op = v.owner
+        if isinstance(op, Operation) and is_lazy(op):
+            vals = self.lazy(op, lay)
+        else:
+            nat = self.layout_of(v)
+            src = self.lookup((v, nat))
+            if src is None:
+                raise CompileError(f"cuda: internal: tile {v!r} used before it was lowered")
+            vals = self.convert(src, nat, lay, elem_type(v.type))
+        self.define(v, lay, vals)
+        return vals
+
+    def thread_coord(self, lay: Layout) -> list:
+        """Per dimension, the coordinate contributed by this thread's lane and warp bits (i32)."""
+        got = self._thread_coords.get(lay)
+        if got is not None:
+            return got
+        b = self.pb
+        out = []
+        for d in range(len(lay.shape)):
+            acc = ir.Constant(ops.I32, 0)
+            for src, bases in ((self.lane, lay.lane), (self.warp, lay.warp)):
+                for i, basis in enumerate(bases):
+                    if basis[d]:
+                        bit = b.and_(b.lshr(src, ir.Constant(ops.I32, i)), ir.Constant(ops.I32, 1))
+                        acc = b.or_(acc, b.shl(bit, ir.Constant(ops.I32, log2(basis[d]))))
+            out.append(acc)
+        self._thread_coords[lay] = out
+        return out
+
+    def owner_pred(self, lay: Layout):
+        """True in the one thread of each group that holds replicated copies (zero lane/warp bases)."""
+        mask_l = sum(1 << i for i, bs in enumerate(lay.lane) if not any(bs))
+        mask_w = sum(1 << i for i, bs in enumerate(lay.warp) if not any(bs))
+        pred = ir.Constant(ops.I1, 1)
+        b = self.pb
+        for src, m in ((self.lane, mask_l), (self.warp, mask_w)):
+            if m:
+                z = b.icmp_unsigned("==", b.and_(src, ir.Constant(ops.I32, m)), ir.Constant(ops.I32, 0))
+                pred = b.and_(pred, z)
+        return pred
+
+    def unique_regs(self, lay: Layout) -> list[int]:
+        """Registers that are not copies of a lower register (bits of zero reg bases clear)."""
+        zero = sum(1 << i for i, bs in enumerate(lay.reg) if not any(bs))
+        return [r for r in range(lay.num_regs) if not r & zero]
+
+    # ---- lazy ops ------------------------------------------------------------------------------
+
+    def lazy(self, op: Operation, lay: Layout) -> list:  # noqa: C901 - one case per op
+        res = op.results[0]
+        e = elem_type(res.type)
+        n = lay.num_regs
+        if n > MAX_REGS_PER_THREAD:
+            raise CompileError(f"cuda: tile {res.type} needs {n} registers per thread; use more warps or a smaller tile")
+        name = op.name
+        if name == "constant":
+            v = op.attrs["value"]
+            if e.name == "bf16":
+                v = float(self._bf16_round(float(v)))
+            return [ops.const(e, v)] * n
+        if name == "splat":
+            return [self.scalar(op.operands[0])] * n
+        if name == "make_range":
+            tc = self.thread_coord(lay)[0]
+            start = op.attrs["start"]
+            return [self.b.add(tc, ir.Constant(ops.I32, start + lay.reg_coord(r)[0])) for r in range(n)]
+        if name == "broadcast":
+            return list(self.get(op.operands[0], lay.project(shape_of(op.operands[0].type))))
+        if name == "expand_dims":
+            return list(self.get(op.operands[0], lay.without_dim(op.attrs["axis"])))
+        if name == "trans":
+            order = op.attrs["order"]
+            inv = [order.index(i) for i in range(len(order))]
+            return list(self.get(op.operands[0], lay.permute(inv)))
+        if name in ("multiple_of", "max_contiguous"):
+            return list(self.get(op.operands[0], lay))
+        if name == "reshape":
+            return self.lazy_reshape(op, lay)
+        args = [self.get(v, lay) if isinstance(v.type, TileType) else [self.scalar(v)] * n for v in op.operands]
+        return [self.elementwise(op, [a[r] for a in args]) for r in range(n)]
+
+    @staticmethod
+    def _bf16_round(x: float) -> float:
+        import numpy as np
+
+        bits = np.array([x], dtype=np.float32).view(np.uint32)[0].item()
+        if x != x:
+            return x
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return float(np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0])
+
+    def elementwise(self, op: Operation, xs: list):
+        """One element of an elementwise op (also used for scalars)."""
+        b, name = self.b, op.name
+        e = elem_type(op.operands[0].type) if op.operands else elem_type(op.results[0].type)
+        if name == "cmp":
+            return ops.compare(b, op.attrs["pred"], e, *xs)
+        if name == "select":
+            return b.select(xs[0], xs[1], xs[2])
+        if name == "cast":
+            return ops.cast(b, e, elem_type(op.results[0].type), xs[0])
+        if name == "bitcast":
+            return ops.bitcast(b, e, elem_type(op.results[0].type), xs[0])
+        if name == "addptr":
+            pointee = ops.mem_type(e.pointee)
+            return b.gep(xs[0], [xs[1]], source_etype=pointee)
+        if name == "fma":
+            return ops.fma(b, e, *xs)
+        if len(xs) == 2:
+            return ops.binary(b, name, e, xs[0], xs[1], op.attrs)
+        if len(xs) == 1:
+            return ops.unary(b, name, e, xs[0])
+        raise CompileError(f"cuda: no lowering for '{name}'")
+
+    # ---- blocks and ops ------------------------------------------------------------------------
+
+    def lower_block(self, block_ops: list[Operation]) -> None:
+        for op in block_ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:  # noqa: C901 - dispatch
+        name = op.name
+        tile_result = bool(op.results) and isinstance(op.results[0].type, TileType)
+        if is_lazy(op) and tile_result:
+            return  # computed on demand, in the layout its user needs
+        if is_lazy(op):
+            if name == "constant":
+                self.define(op.results[0], None, ops.const(elem_type(op.results[0].type), op.attrs["value"]))
+            elif name in ("multiple_of", "max_contiguous"):
+                self.define(op.results[0], None, self.scalar(op.operands[0]))
+            else:
+                self.define(op.results[0], None, self.elementwise(op, [self.scalar(v) for v in op.operands]))
+            return
+        handler = getattr(self, "op_" + name, None)
+        if handler is None:
+            raise CompileError(f"cuda: op '{name}' is not supported by the cuda backend")
+        handler(op)
+
+    def op_program_id(self, op: Operation) -> None:
+        self.define(op.result, None, self._sreg(self.b, "ctaid." + "xyz"[op.attrs["axis"]]))
+
+    def op_num_programs(self, op: Operation) -> None:
+        self.define(op.result, None, self._sreg(self.b, "nctaid." + "xyz"[op.attrs["axis"]]))
+
+    def op_return(self, op: Operation) -> None:
+        if op.operands:
+            raise CompileError("cuda: a kernel returns nothing")
+        self.b.ret_void()
+
+    def op_barrier(self, op: Operation) -> None:
+        self.barrier()
+
+    def op_assert(self, op: Operation) -> None:
+        return  # device asserts are off, as in Triton without debug
+
+    def op_call(self, op: Operation) -> None:
+        raise CompileError(f"cuda: call to @{op.attrs['callee']} was not inlined (run the inline pass)")
+
+    def barrier(self) -> None:
+        fn = ops.intrinsic(self.module, "llvm.nvvm.barrier0", ir.VoidType(), [])
+        self.b.call(fn, [])
+        self.smem_dirty = False
+
+    # ---- control flow --------------------------------------------------------------------------
+
+    def _flat(self, vals: list[Value], lays: list[Layout | None]) -> list:
+        out = []
+        for v, lay in zip(vals, lays, strict=False):
+            got = self.get(v, lay)
+            out.extend(got if isinstance(got, list) else [got])
+        return out
+
+    def _unflat(self, flat: list, vals: list[Value], lays: list[Layout | None]) -> None:
+        i = 0
+        for v, lay in zip(vals, lays, strict=False):
+            if lay is None:
+                self.define(v, None, flat[i])
+                i += 1
+            else:
+                self.define(v, lay, flat[i : i + lay.num_regs])
+                i += lay.num_regs
+
+    def _lays(self, vals: list[Value]) -> list[Layout | None]:
+        return [self.layout_of(v) if isinstance(v.type, TileType) else None for v in vals]
+
+    def _region(self, block, args_flat: list | None = None, arg_vals=None, arg_lays=None):
+        self.scopes.append({})
+        self.smem_dirty = True
+        if arg_vals is not None:
+            self._unflat(args_flat, arg_vals, arg_lays)
+        body = [o for o in block.ops if o is not block.terminator]
+        self.lower_block(body)
+        return block.terminator
+
+    def op_for(self, op: Operation) -> None:
+        pipe = self.pipes.loops.get(op)
+        if pipe is not None:
+            self.pipelined_for(op, pipe)
+            return
+        lb, ub, step = (self.scalar(v) for v in op.operands[:3])
+        body = op.regions[0].block
+        iters = body.args[1:]
+        lays = self._lays(iters)
+        init = self._flat(op.operands[3:], lays)
+        signed = elem_type(op.operands[0].type).is_signed
+        pre = self.b.block
+        header = self.fn.append_basic_block("for.header")
+        loop = self.fn.append_basic_block("for.body")
+        exit_ = self.fn.append_basic_block("for.exit")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        iv = self.b.phi(lb.type)
+        iv.add_incoming(lb, pre)
+        phis = []
+        for x in init:
+            p = self.b.phi(x.type)
+            p.add_incoming(x, pre)
+            phis.append(p)
+        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
+        up = cmp("<", iv, ub)
+        if signed:
+            down = self.b.icmp_signed(">", iv, ub)
+            up = self.b.select(self.b.icmp_signed(">", step, ir.Constant(step.type, 0)), up, down)
+        self.b.cbranch(up, loop, exit_)
+        self.b.position_at_end(loop)
+        term = self._region(body, [iv, *phis], body.args, [None, *lays])
+        nxt = self._flat(term.operands, lays)
+        self.scopes.pop()
+        latch = self.b.block
+        iv.add_incoming(self.b.add(iv, step), latch)
+        for p, x in zip(phis, nxt, strict=False):
+            p.add_incoming(x, latch)
+        self.b.branch(header)
+        self.b.position_at_end(exit_)
+        self.smem_dirty = True
+        self._unflat(phis, op.results, lays)
+
+    def op_if(self, op: Operation) -> None:
+        cond = self.scalar(op.operands[0])
+        lays = self._lays(op.results)
+        then_bb = self.fn.append_basic_block("if.then")
+        else_bb = self.fn.append_basic_block("if.else")
+        merge = self.fn.append_basic_block("if.end")
+        self.b.cbranch(cond, then_bb, else_bb)
+        incoming = []
+        for bb, region in ((then_bb, op.regions[0]), (else_bb, op.regions[1])):
+            self.b.position_at_end(bb)
+            term = self._region(region.block)
+            flat = self._flat(term.operands, lays)
+            self.scopes.pop()
+            incoming.append((flat, self.b.block))
+            self.b.branch(merge)
+        self.b.position_at_end(merge)
+        self.smem_dirty = True
+        phis = []
+        for i, x in enumerate(incoming[0][0]):
+            p = self.b.phi(x.type)
+            for flat, bb in incoming:
+                p.add_incoming(flat[i], bb)
+            phis.append(p)
+        self._unflat(phis, op.results, lays)
+
+    def op_while(self, op: Operation) -> None:
+        before, after = op.regions[0].block, op.regions[1].block
+        lays = self._lays(before.args)
+        init = self._flat(op.operands, lays)
+        pre = self.b.block
+        header = self.fn.append_basic_block("while.before")
+        body = self.fn.append_basic_block("while.after")
+        exit_ = self.fn.append_basic_block("while.exit")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        phis = []
+        for x in init:
+            p = self.b.phi(x.type)
+            p.add_incoming(x, pre)
+            phis.append(p)
+        cond_op = self._region(before, phis, before.args, lays)
+        carried_lays = self._lays(after.args)
+        carried = self._flat(cond_op.operands[1:], carried_lays)
+        cond = self.scalar(cond_op.operands[0])
+        self.scopes.pop()
+        self.b.cbranch(cond, body, exit_)
+        self.b.position_at_end(body)
+        term = self._region(after, carried, after.args, carried_lays)
+        nxt = self._flat(term.operands, lays)
+        self.scopes.pop()
+        for p, x in zip(phis, nxt, strict=False):
+            p.add_incoming(x, self.b.block)
+        self.b.branch(header)
+        self.b.position_at_end(exit_)
+        self.smem_dirty = True
+        self._unflat(carried, op.results, self._lays(op.results))
+
+
+def lower_kernel(fn: Function, plan: LayoutPlan, sm: int, pipes: PipelinePlan | None = None) -> tuple[ir.Module, dict]:
+    low = CudaLowering(fn, plan, sm, pipes)
+    module = low.lower()
+    info = {
+        "num_warps": plan.num_warps,
+        "threads_per_block": 32 * plan.num_warps,
+        "shared_bytes": low.smem_bytes,
+        "pipelined_loops": len(low.pipes.loops),
+        "arg_kinds": low.arg_kinds,
+    }
+    return module, info

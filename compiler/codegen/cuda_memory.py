@@ -1,0 +1,371 @@
+"""Global loads/stores/atomics and layout conversions through shared memory, for the cuda lowering.
+
+Accesses are vectorised up to 16 bytes where the axis analysis proves contiguity, alignment and an
+equal mask across the vector. Shared memory is scratch owned by one op at a time, so every buffer
+starts at offset 0 and the kernel needs the largest of them; barriers go only where a write could
+overtake a read of the previous user (`smem_dirty`) and between each write and its reads.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..errors import CompileError
+from ..ir.core import Operation
+from ..ir.types import TileType, elem_type
+from ..passes.gpu_layout import Layout
+from . import cuda_ops as ops
+
+MAX_SMEM = 227 * 1024
+_ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+
+
+class MemoryLowering:
+    # ---- shared memory -------------------------------------------------------------------------
+
+    def reserve(self, nbytes: int) -> None:
+        if nbytes > MAX_SMEM:
+            raise CompileError(f"cuda: needs {nbytes} bytes of shared memory, more than the {MAX_SMEM} a block has")
+        if self.smem_base + nbytes > MAX_SMEM:
+            raise CompileError(f"cuda: needs {self.smem_base + nbytes} bytes of shared memory (a pipelined loop's ring "
+                               f"takes {self.smem_base}), more than the {MAX_SMEM} a block has")  # fmt: skip
+        self.smem_bytes = max(self.smem_bytes, self.smem_base + nbytes)
+
+    def smem_at(self, byte_offset):
+        """Scratch byte `byte_offset`: scratch starts past the rings of the pipelined loops being lowered."""
+        if self.smem_base:
+            byte_offset = self.b.add(byte_offset, ir.Constant(ops.I32, self.smem_base))
+        return self.b.gep(self.smem_ptr, [byte_offset], source_etype=ops.I8)
+
+    @staticmethod
+    def smem_type(e) -> ir.Type:
+        t = ops.reg_type(e)
+        return ops.I8 if t == ops.I1 else t
+
+    @staticmethod
+    def smem_bytes_of(t: ir.Type) -> int:
+        if isinstance(t, ir.PointerType):
+            return 8
+        if isinstance(t, ir.IntType):
+            return max(1, t.width // 8)
+        return {ops.F16: 2, ops.F32: 4, ops.F64: 8}[t]
+
+    def smem_store(self, byte_off, v, e) -> None:
+        if ops.reg_type(e) == ops.I1:
+            v = self.b.zext(v, ops.I8)
+        self.b.store(v, self.smem_at(byte_off))
+
+    def smem_load(self, byte_off, e):
+        t = self.smem_type(e)
+        v = self.b.load(self.smem_at(byte_off), typ=t)
+        return self.b.trunc(v, ops.I1) if ops.reg_type(e) == ops.I1 else v
+
+    def _strides(self, shape: tuple[int, ...], pad: int) -> tuple[list[int], int]:
+        """Row-major element strides with `pad` elements after each innermost row; total elements."""
+        strides, acc = [0] * len(shape), 1
+        for d in range(len(shape) - 1, -1, -1):
+            strides[d] = acc
+            acc *= shape[d] + (pad if d == len(shape) - 1 and len(shape) > 1 else 0)
+        return strides, max(acc, 1)
+
+    def _base_index(self, lay: Layout, strides: list[int]):
+        tc = self.thread_coord(lay)
+        acc = ir.Constant(ops.I32, 0)
+        for c, s in zip(tc, strides, strict=False):
+            acc = self.pb.add(acc, self.pb.mul(c, ir.Constant(ops.I32, s)))
+        return acc
+
+    def _reg_index(self, lay: Layout, r: int, strides: list[int]) -> int:
+        return sum(c * s for c, s in zip(lay.reg_coord(r), strides, strict=False))
+
+    def convert(self, vals: list, src: Layout, dst: Layout, e) -> list:
+        """The same tile in another layout: a register remap when the threads agree, else through smem."""
+        if src == dst:
+            return vals
+        if src.lane == dst.lane and src.warp == dst.warp:
+            where = {}
+            for r in range(src.num_regs - 1, -1, -1):
+                where[src.reg_coord(r)] = r
+            picks = [where.get(dst.reg_coord(r)) for r in range(dst.num_regs)]
+            if None not in picks:
+                return [vals[r] for r in picks]
+        return self.through_smem(vals, src, dst, e)
+
+    def through_smem(self, vals: list, src: Layout, dst: Layout, e, only_owner: bool = False) -> list:
+        st = self.smem_type(e)
+        nbytes = self.smem_bytes_of(st)
+        pad = max(1, 4 // nbytes) if nbytes < 8 else 1
+        strides, total = self._strides(src.shape, pad)
+        self.reserve(total * nbytes)
+        if self.smem_dirty:
+            self.barrier()
+        base = self.pb.mul(self._base_index(src, strides), ir.Constant(ops.I32, nbytes))
+        owner = self.owner_pred(src) if only_owner else None
+        for r in self.unique_regs(src):
+            off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(src, r, strides) * nbytes))
+            if owner is None:
+                self.smem_store(off, vals[r], e)
+            else:
+                with self.b.if_then(owner):
+                    self.smem_store(off, vals[r], e)
+        self.barrier()
+        base = self.pb.mul(self._base_index(dst, strides), ir.Constant(ops.I32, nbytes))
+        out = []
+        for r in range(dst.num_regs):
+            off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(dst, r, strides) * nbytes))
+            out.append(self.smem_load(off, e))
+        self.smem_dirty = True
+        return out
+
+    def broadcast_scalar(self, v, e, pred):
+        """A value computed where `pred` holds (one thread), made visible to every thread."""
+        st = self.smem_type(e)
+        self.reserve(self.smem_bytes_of(st))
+        if self.smem_dirty:
+            self.barrier()
+        with self.b.if_then(pred):
+            self.smem_store(ir.Constant(ops.I32, 0), v, e)
+        self.barrier()
+        out = self.smem_load(ir.Constant(ops.I32, 0), e)
+        self.smem_dirty = True
+        return out
+
+    # ---- global memory -------------------------------------------------------------------------
+
+    def access_width(self, op: Operation, lay: Layout, mask_index: int | None) -> tuple[int, int]:
+        """(dimension, elements per access) for a tile load/store in layout `lay`."""
+        ptr = op.operands[0]
+        if not lay.reg or not any(lay.reg[0]):
+            return 0, 1
+        dim = next(i for i, x in enumerate(lay.reg[0]) if x)
+        w = lay.contiguous_vec(dim)
+        ebytes = ops.mem_type(elem_type(ptr.type).pointee)
+        eb = self.smem_bytes_of(ebytes)
+        info = self.plan.axis.get(ptr)
+        contig = info.contiguity[dim] if info else 1
+        div = info.divisibility[dim] if info else 1
+        mconst = w
+        if mask_index is not None and mask_index < len(op.operands):
+            minfo = self.plan.axis.get(op.operands[mask_index])
+            mconst = minfo.constancy[dim] if minfo else 1
+        while w > 1 and (w > contig or w * eb > 16 or div % (w * eb) or mconst < w):
+            w //= 2
+        return dim, w
+
+    def _tile_operands(self, op: Operation, lay: Layout, first: int) -> list:
+        return [self.get(v, lay) for v in op.operands[first:]]
+
+    def op_load(self, op: Operation) -> None:
+        ptr = op.operands[0]
+        e = elem_type(op.result.type)
+        mt = ops.mem_type(e)
+        if not isinstance(ptr.type, TileType):
+            self.define(op.result, None, self._scalar_load(op, e, mt))
+            return
+        lay = self.plan.access[op]
+        ptrs = self.get(ptr, lay)
+        mask = self.get(op.operands[1], lay) if len(op.operands) > 1 else None
+        other = self.get(op.operands[2], lay) if len(op.operands) > 2 else None
+        _, w = self.access_width(op, lay, 1)
+        eb = self.smem_bytes_of(mt)
+        out = []
+        for r0 in range(0, lay.num_regs, w):
+            vt = mt if w == 1 else ir.VectorType(mt, w)
+            alt = self._pack([ops.to_mem(self.b, e, other[r0 + i]) for i in range(w)], vt) if other else ir.Constant(vt, None)
+            if mask is None:
+                v = self._load(ptrs[r0], vt, w * eb, op)
+            elif (w * eb) % 4 == 0 and not op.attrs.get("volatile"):
+                v = self._pred_load(ptrs[r0], mask[r0], alt, vt, w * eb)
+            else:
+                v = self._masked(mask[r0], lambda p=ptrs[r0], vt=vt: self._load(p, vt, w * eb, op), alt)
+            out.extend(ops.from_mem(self.b, e, x) for x in self._unpack(v, w))
+        self.define(op.result, lay, out)
+
+    @staticmethod
+    def _words(nbytes: int) -> tuple[int, ir.Type, str]:
+        n = nbytes // 4
+        return n, (ops.I32 if n == 1 else ir.VectorType(ops.I32, n)), ("" if n == 1 else f".v{n}") + ".b32"
+
+    def _pred_load(self, p, pred, alt, vt, nbytes: int):
+        """A predicated load (inline PTX, as Triton emits): lanes where `pred` is false keep `alt`, and
+        no branch splits the block, so many loads stay in flight."""
+        n, wt, suffix = self._words(nbytes)
+        b = self.b
+        alt_w = b.bitcast(alt, wt) if alt.type != wt else alt
+        alts = [alt_w] if n == 1 else [b.extract_element(alt_w, ir.Constant(ops.I32, i)) for i in range(n)]
+        regs = ", ".join(f"${i}" for i in range(n))
+        text = f"@${n + 1} ld.global{suffix} {{ {regs} }}, [ ${n} + 0 ];" if n > 1 else f"@$2 ld.global{suffix} $0, [ $1 + 0 ];"
+        cons = ",".join(["=r"] * n + ["l", "b"] + [str(i) for i in range(n)])
+        ret = ops.I32 if n == 1 else ir.LiteralStructType([ops.I32] * n)
+        asm = ir.InlineAsm(ir.FunctionType(ret, [ops.GPTR, ops.I1] + [ops.I32] * n), text, cons, side_effect=True)
+        out = b.call(asm, [p, pred, *alts])
+        if n == 1:
+            words = out
+        else:
+            words = ir.Constant(wt, None)
+            for i in range(n):
+                words = b.insert_element(words, b.extract_value(out, i), ir.Constant(ops.I32, i))
+        return b.bitcast(words, vt) if vt != wt else words
+
+    def _pred_store(self, p, pred, v, nbytes: int) -> None:
+        n, wt, suffix = self._words(nbytes)
+        b = self.b
+        vw = b.bitcast(v, wt) if v.type != wt else v
+        vals = [vw] if n == 1 else [b.extract_element(vw, ir.Constant(ops.I32, i)) for i in range(n)]
+        regs = ", ".join(f"${i + 2}" for i in range(n))
+        text = f"@$1 st.global{suffix} [ $0 + 0 ], {{ {regs} }};" if n > 1 else "@$1 st.global.b32 [ $0 + 0 ], $2;"
+        cons = ",".join(["l", "b"] + ["r"] * n + ["~{memory}"])
+        asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [ops.GPTR, ops.I1] + [ops.I32] * n), text, cons, side_effect=True)
+        b.call(asm, [p, pred, *vals])
+
+    def _load(self, p, vt, align: int, op: Operation):
+        inst = self.b.load(p, typ=vt, align=align)
+        if op.attrs.get("volatile"):
+            inst.volatile = True  # type: ignore[attr-defined]
+        return inst
+
+    def _masked(self, pred, emit, alt):
+        cur = self.b.block
+        then_bb = self.b.append_basic_block("ld.then")
+        merge = self.b.append_basic_block("ld.end")
+        self.b.cbranch(pred, then_bb, merge)
+        self.b.position_at_end(then_bb)
+        v = emit()
+        then_end = self.b.block
+        self.b.branch(merge)
+        self.b.position_at_end(merge)
+        phi = self.b.phi(v.type)
+        phi.add_incoming(v, then_end)
+        phi.add_incoming(alt, cur)
+        return phi
+
+    def _pack(self, xs: list, vt):
+        if len(xs) == 1:
+            return xs[0]
+        v = ir.Constant(vt, None)
+        for i, x in enumerate(xs):
+            v = self.b.insert_element(v, x, ir.Constant(ops.I32, i))
+        return v
+
+    def _unpack(self, v, w: int) -> list:
+        if w == 1:
+            return [v]
+        return [self.b.extract_element(v, ir.Constant(ops.I32, i)) for i in range(w)]
+
+    def _scalar_load(self, op: Operation, e, mt):
+        p = self.scalar(op.operands[0])
+        if len(op.operands) == 1:
+            return ops.from_mem(self.b, e, self.b.load(p, typ=mt))
+        mask = self.scalar(op.operands[1])
+        alt = ops.to_mem(self.b, e, self.scalar(op.operands[2])) if len(op.operands) > 2 else ir.Constant(mt, None)
+        if len(op.operands) == 2:
+            alt = ir.Constant(mt, 0) if isinstance(mt, ir.IntType) else ir.Constant(mt, 0.0)
+        return ops.from_mem(self.b, e, self._masked(mask, lambda: self.b.load(p, typ=mt), alt))
+
+    def op_store(self, op: Operation) -> None:
+        ptr, val = op.operands[:2]
+        e = elem_type(val.type)
+        mt = ops.mem_type(e)
+        if not isinstance(ptr.type, TileType):
+            pred = self.b.icmp_unsigned("==", self.tid, ir.Constant(ops.I32, 0))
+            if len(op.operands) > 2:
+                pred = self.b.and_(pred, self.scalar(op.operands[2]))
+            with self.b.if_then(pred):
+                self.b.store(ops.to_mem(self.b, e, self.scalar(val)), self.scalar(ptr))
+            return
+        lay = self.plan.access[op]
+        ptrs, vals = self.get(ptr, lay), self.get(val, lay)
+        mask = self.get(op.operands[2], lay) if len(op.operands) > 2 else None
+        _, w = self.access_width(op, lay, 2)
+        eb = self.smem_bytes_of(mt)
+        owner = self.owner_pred(lay)
+        replicated = not (isinstance(owner, ir.Constant))
+        unique = set(self.unique_regs(lay))
+        for r0 in range(0, lay.num_regs, w):
+            if r0 not in unique:
+                continue
+            vt = mt if w == 1 else ir.VectorType(mt, w)
+            v = self._pack([ops.to_mem(self.b, e, vals[r0 + i]) for i in range(w)], vt)
+            pred = mask[r0] if mask is not None else None
+            if replicated:
+                pred = owner if pred is None else self.b.and_(pred, owner)
+            if pred is None:
+                self.b.store(v, ptrs[r0], align=w * eb)
+            elif (w * eb) % 4 == 0:
+                self._pred_store(ptrs[r0], pred, v, w * eb)
+            else:
+                with self.b.if_then(pred):
+                    self.b.store(v, ptrs[r0], align=w * eb)
+
+    # ---- atomics -------------------------------------------------------------------------------
+
+    def _rmw_name(self, kind: str, e) -> str:
+        if e.name in ("bf16", "i1"):
+            raise CompileError(f"cuda: atomics on {e.name} are not supported")
+        if e.is_float:
+            if kind in ("add", "max", "min"):
+                return {"add": "fadd", "max": "fmax", "min": "fmin"}[kind]
+            if kind == "xchg":
+                return "xchg"
+            raise CompileError(f"cuda: atomic {kind} needs an integer type, got {e.name}")
+        if kind in ("max", "min") and not e.is_signed:
+            return "u" + kind
+        return kind
+
+    def op_atomic_rmw(self, op: Operation) -> None:
+        ptr, val = op.operands[:2]
+        e = elem_type(val.type)
+        kind = self._rmw_name(op.attrs["kind"], e)
+        order = _ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+
+        def one(p, v, pred):
+            return self._masked(pred, lambda: self.b.atomic_rmw(kind, p, v, order), ir.Constant(v.type, None))
+
+        self._atomic(op, e, lambda p, xs, pred: one(p, xs[0], pred), 1)
+
+    def op_atomic_cas(self, op: Operation) -> None:
+        e = elem_type(op.operands[1].type)
+        order = _ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        fail_order = "acquire" if order in ("acquire", "acq_rel") else "monotonic"
+        rt = ops.reg_type(e)
+        it = ir.IntType(self.smem_bytes_of(rt) * 8)
+
+        def one(p, xs, pred):
+            c, v = (x if rt == it else self.b.bitcast(x, it) for x in xs)
+
+            def emit():
+                pair = self.b.cmpxchg(p, c, v, order, fail_order)
+                return self.b.extract_value(pair, 0)
+
+            old = self._masked(pred, emit, ir.Constant(it, None))
+            return old if rt == it else self.b.bitcast(old, rt)
+
+        self._atomic(op, e, one, 1)
+
+    def _atomic(self, op: Operation, e, one, first_val: int) -> None:
+        ptr = op.operands[0]
+        nvals = 2 if op.name == "atomic_cas" else 1
+        if not isinstance(ptr.type, TileType):
+            pred = self.b.icmp_unsigned("==", self.tid, ir.Constant(ops.I32, 0))
+            if op.name == "atomic_rmw" and len(op.operands) > 2:
+                pred = self.b.and_(pred, self.scalar(op.operands[2]))
+            xs = [self.scalar(v) for v in op.operands[first_val : first_val + nvals]]
+            old = one(self.scalar(ptr), xs, pred)
+            self.define(op.result, None, self.broadcast_scalar(old, e, self.b.icmp_unsigned("==", self.tid, ir.Constant(ops.I32, 0))))
+            return
+        lay = self.plan.access[op]
+        ptrs = self.get(ptr, lay)
+        vals = [self.get(v, lay) for v in op.operands[first_val : first_val + nvals]]
+        mask = self.get(op.operands[2], lay) if op.name == "atomic_rmw" and len(op.operands) > 2 else None
+        owner = self.owner_pred(lay)
+        unique = set(self.unique_regs(lay))
+        out = []
+        for r in range(lay.num_regs):
+            if r not in unique:
+                out.append(ir.Constant(ops.reg_type(e), None))
+                continue
+            pred = owner if mask is None else self.b.and_(mask[r], owner)
+            out.append(one(ptrs[r], [v[r] for v in vals], pred))
+        if len(unique) != lay.num_regs or not isinstance(owner, ir.Constant):
+            out = self.through_smem(out, lay, lay, e, only_owner=True)
+        self.define(op.result, lay, out)

@@ -1,0 +1,189 @@
+"""`dot` on the tensor cores (mma.sync, sm_80+) for the cuda lowering: f16/bf16 -> f32 (m16n8k16),
+f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32) and s8/u8 -> s32
+(m16n8k32).
+
+Both operands sit row-major in shared memory (staged from registers here, or copied by cp.async into
+a pipelined loop's ring, cuda_pipeline.py), each row padded (gpu_pipeline.operand_stride) so the
+rows a fragment read touches fall in distinct banks, and are read into the instruction's fragments
+with ldmatrix (16-bit B with ldmatrix.trans; 8-bit B is staged transposed, N x K, because ldmatrix
+only transposes 16-bit elements; tf32 B with 32-bit loads). The accumulator never leaves the mma layout (gpu_layout.mma_layout):
+register 4 * (ni + nrep * mi) + c holds element c of the warp's instruction tile (mi, ni).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..ir.core import Operation
+from ..ir.types import elem_type
+from ..passes.gpu_layout import Layout, MmaSpec, log2
+from ..passes.gpu_pipeline import operand_stride
+from . import cuda_ops as ops
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(ops.I32, x)
+
+
+class MmaLowering:
+    def op_dot(self, op: Operation) -> None:
+        spec = self.plan.mma.get(op)
+        if spec is None:
+            super().op_dot(op)  # the FMA path (cuda_reduce.py)
+            return
+        a, c = op.operands[0], op.operands[2]
+        k = a.type.shape[1]
+        eight = elem_type(a.type).bits == 8
+        lay = self.layout_of(op.result)
+        ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride) in a pipelined loop's ring
+        staged = [i for i in (0, 1) if ring[i] is None]
+        # every register first: a conversion through shared memory must not run once staging began
+        lays = {i: self.layout_of(op.operands[i]) for i in staged}
+        vals = {i: self.get(op.operands[i], lays[i]) for i in staged}
+        acc = list(self.get(c, lay))
+        if staged:
+            ring = self._stage_operands(op, spec, staged, vals, lays, ring, eight)
+        (a_tile, a_stride), (b_tile, b_stride) = ring
+        a_base, b_base = self._fragment_bases(spec, a_tile, a_stride, b_tile, b_stride, eight)
+        bld = self.b
+        for ks in range(k // spec.k):
+            afr = [self._tf32(spec, self.ldmatrix(bld.add(a_base, _c(mi * 16 * a_stride + ks * 32)), 4, False))
+                   for mi in range(spec.mrep)]  # fmt: skip
+            bfr = self._b_fragments(spec, b_base, b_stride, ks, eight)
+            for mi in range(spec.mrep):
+                for ni in range(spec.nrep):
+                    r = 4 * (ni + spec.nrep * mi)
+                    acc[r : r + 4] = self.mma(spec, afr[mi], bfr[ni], acc[r : r + 4])
+        self.define(op.result, lay, acc)
+
+    def ring_operand(self, op: Operation, index: int):
+        return None  # cuda_pipeline.py answers for operands copied into a ring
+
+    def _stage_operands(self, op: Operation, spec: MmaSpec, staged: list, vals: dict, lays: dict, ring: list, eight: bool):
+        """Store the register operands row-major into scratch (8-bit B transposed); their (base, stride)."""
+        a, b, c = op.operands
+        (m, k), n = a.type.shape, c.type.shape[1]
+        eb = elem_type(a.type).bits // 8
+        shapes = {0: (m, k), 1: (n, k) if eight else (k, n)}
+        strides = {i: operand_stride(spec.kind, i, shapes[i], eb) for i in staged}
+        offs, total = {}, 0
+        for i in staged:
+            offs[i], total = total, total + shapes[i][0] * strides[i]
+        self.reserve(total)
+        if self.smem_dirty:
+            self.barrier()
+        for i in staged:
+            self._stage(op.operands[i], vals[i], lays[i], offs[i], strides[i], transpose=eight and i == 1)
+        self.barrier()
+        self.smem_dirty = True
+        smem = self.pb.ptrtoint(self.smem, ops.I32)
+        out = list(ring)
+        for i in staged:
+            out[i] = (self.pb.add(smem, _c(self.smem_base + offs[i])), strides[i])
+        return out
+
+    def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, eight: bool) -> list[list]:
+        bld = self.b
+        if spec.kind == "tf32":  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
+            rows = [ks * 8 * b_stride, (ks * 8 + 4) * b_stride]
+            return [self._tf32(spec, [self.ld_shared(bld.add(b_base, _c(r + ni * 32))) for r in rows]) for ni in range(spec.nrep)]
+        bfr: list[list] = []
+        for nj in range(0, spec.nrep, 2):
+            count = 4 if nj + 1 < spec.nrep else 2
+            off = nj * 8 * b_stride + ks * 32 if eight else ks * 16 * b_stride + nj * 16
+            regs = self.ldmatrix(bld.add(b_base, _c(off)), count, not eight)
+            bfr.extend(regs[i : i + 2] for i in range(0, count, 2))
+        return bfr
+
+    # ---- staging -------------------------------------------------------------------------------
+
+    def _stage(self, v, vals: list, lay: Layout, byte_base: int, stride: int, transpose: bool) -> None:
+        """Write tile `v` (registers `vals` in layout `lay`) row-major (or transposed) at `byte_base`,
+        in the widest vector stores its layout allows."""
+        e = elem_type(v.type)
+        eb = e.bits // 8
+        row_d, col_d = (1, 0) if transpose else (0, 1)
+        w = min(lay.contiguous_vec(col_d), 16 // eb, v.type.shape[col_d])
+        tc = self.thread_coord(lay)
+        pb = self.pb
+        base = pb.add(pb.mul(tc[row_d], _c(stride)), pb.add(pb.mul(tc[col_d], _c(eb)), _c(byte_base)))
+        mt = ops.mem_type(e)
+        bld = self.b
+        unique = set(self.unique_regs(lay))
+        for r0 in range(0, lay.num_regs, w):
+            if r0 not in unique:
+                continue
+            coord = lay.reg_coord(r0)
+            ptr = self.smem_at(bld.add(base, _c(coord[row_d] * stride + coord[col_d] * eb)))
+            xs = [ops.to_mem(bld, e, vals[r0 + i]) for i in range(w)]
+            if w == 1:
+                bld.store(xs[0], ptr, align=eb)
+                continue
+            vt = ir.VectorType(mt, w)
+            vec = ir.Constant(vt, None)
+            for i, x in enumerate(xs):
+                vec = bld.insert_element(vec, x, _c(i))
+            if w * eb >= 4:  # as 32-bit words: the backend keeps those one vector store
+                vec = bld.bitcast(vec, ir.VectorType(ops.I32, w * eb // 4) if w * eb > 4 else ops.I32)
+            bld.store(vec, ptr, align=w * eb)
+
+    def _fragment_bases(self, spec: MmaSpec, a_tile, a_stride: int, b_tile, b_stride: int, eight: bool):
+        """Per-lane shared addresses (i32) of the first A and B fragment reads of this warp, from the
+        shared addresses of the operand tiles."""
+        pb, bld = self.pb, self.b
+        warp, lane = self.warp, self.lane
+        wcol = pb.mul(pb.and_(warp, _c(spec.wn - 1)), _c(8 * spec.nrep))
+        wrow = pb.mul(pb.and_(pb.lshr(warp, _c(log2(spec.wn))), _c(spec.wm - 1)), _c(16 * spec.mrep))
+        l8 = pb.and_(lane, _c(7))
+        l3 = pb.and_(pb.lshr(lane, _c(3)), _c(1))
+        l4 = pb.lshr(lane, _c(4))
+        # A: lanes 0-7 / 8-15 / 16-23 / 24-31 address rows 0-7 / 8-15 / 0-7 / 8-15, bytes +0 / +0 / +16 / +16
+        # (f16: columns +8; tf32: columns +4, the a2/a3 registers of m16n8k8)
+        a_row = pb.add(wrow, pb.add(l8, pb.shl(l3, _c(3))))
+        a_off = pb.add(pb.mul(a_row, _c(a_stride)), pb.shl(l4, _c(4)))
+        if spec.kind == "tf32":  # B (K x N) words: row k = lane % 4, column n = lane / 4
+            b_off = pb.add(pb.mul(pb.and_(lane, _c(3)), _c(b_stride)), pb.shl(pb.add(wcol, pb.lshr(lane, _c(2))), _c(2)))
+        elif eight:  # B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16, lanes 16-31 rows + 8
+            b_row = pb.add(wcol, pb.add(l8, pb.shl(l4, _c(3))))
+            b_off = pb.add(pb.mul(b_row, _c(b_stride)), pb.shl(l3, _c(4)))
+        else:  # B (K x N): rows k as A's rows, columns n (+8 for lanes 16-31)
+            b_row = pb.add(l8, pb.shl(l3, _c(3)))
+            b_off = pb.add(pb.mul(b_row, _c(b_stride)), pb.shl(pb.add(wcol, pb.shl(l4, _c(3))), _c(1)))
+        return bld.add(a_tile, a_off), bld.add(b_tile, b_off)
+
+    # ---- instructions --------------------------------------------------------------------------
+
+    def ldmatrix(self, addr, count: int, trans: bool) -> list:
+        """`count` 8x8 b16 matrices from shared memory, one 32-bit fragment register each."""
+        regs = ", ".join(f"${i}" for i in range(count))
+        text = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 {{{regs}}}, [${count}];"
+        cons = ",".join(["=r"] * count + ["r", "~{memory}"])
+        ret = ir.LiteralStructType([ops.I32] * count)
+        asm = ir.InlineAsm(ir.FunctionType(ret, [ops.I32]), text, cons, side_effect=True)
+        out = self.b.call(asm, [addr])
+        return [self.b.extract_value(out, i) for i in range(count)]
+
+    def ld_shared(self, addr):
+        asm = ir.InlineAsm(ir.FunctionType(ops.I32, [ops.I32]), "ld.shared.b32 $0, [$1];", "=r,r,~{memory}", side_effect=True)
+        return self.b.call(asm, [addr])
+
+    def _tf32(self, spec: MmaSpec, regs: list) -> list:
+        """f32 operand words rounded to tf32 (to nearest, ties away), as cvt.rna does; others as they are."""
+        if spec.kind != "tf32":
+            return regs
+        asm = ir.InlineAsm(ir.FunctionType(ops.I32, [ops.I32]), "cvt.rna.tf32.f32 $0, $1;", "=r,r")
+        return [self.b.call(asm, [r]) for r in regs]
+
+    def mma(self, spec: MmaSpec, a: list, b: list, c: list) -> list:
+        if spec.kind == "tf32":
+            shape, out, acc_t = "m16n8k8.row.col.f32.tf32.tf32.f32", "=f", ops.F32
+        elif spec.kind in ("f16", "bf16"):
+            shape, out, acc_t = f"m16n8k16.row.col.f32.{spec.kind}.{spec.kind}.f32", "=f", ops.F32
+        else:
+            shape, out, acc_t = f"m16n8k32.row.col.s32.{spec.kind}.{spec.kind}.s32", "=r", ops.I32
+        text = f"mma.sync.aligned.{shape} {{$0, $1, $2, $3}}, {{$4, $5, $6, $7}}, {{$8, $9}}, {{$10, $11, $12, $13}};"
+        cons = ",".join([out] * 4 + ["r"] * 6 + ["0", "1", "2", "3"])
+        ret = ir.LiteralStructType([acc_t] * 4)
+        asm = ir.InlineAsm(ir.FunctionType(ret, [ops.I32] * 6 + [acc_t] * 4), text, cons)
+        res = self.b.call(asm, [*a, *b, *c])
+        return [self.b.extract_value(res, i) for i in range(4)]

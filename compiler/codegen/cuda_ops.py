@@ -1,0 +1,298 @@
+"""Scalar lowering for the cuda target: (op, dtype) -> llvmlite builder calls on one element.
+
+Tiles are lowered register by register through these tables (compiler/codegen/cuda_lower.py).
+bf16 values live in f32 registers (the interpreter's semantics: rounding happens on store and cast);
+f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does, the rest call libdevice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+
+from ..errors import CompileError
+from ..ir.types import PointerType, ScalarType
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+GPTR = ir.PointerType(addrspace=1)
+SPTR = ir.PointerType(addrspace=3)
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+def reg_type(t) -> ir.Type:
+    """The LLVM type of one element held in a register."""
+    if isinstance(t, PointerType):
+        return GPTR
+    n = t.name
+    if n in ("f16",):
+        return F16
+    if n in ("f32", "bf16"):
+        return F32
+    if n == "f64":
+        return F64
+    return ir.IntType(t.bits)
+
+
+def mem_type(t) -> ir.Type:
+    """The LLVM type of one element in memory (i1 is a byte, bf16 its 16 bits)."""
+    if isinstance(t, PointerType):
+        return GPTR
+    if t.name == "i1":
+        return I8
+    if t.name == "bf16":
+        return I16
+    return reg_type(t)
+
+
+def to_mem(b: ir.IRBuilder, t: ScalarType, v):
+    if t.name == "i1":
+        return b.zext(v, I8)
+    if t.name == "bf16":
+        return f32_to_bf16_bits(b, v)
+    return v
+
+
+def from_mem(b: ir.IRBuilder, t: ScalarType, v):
+    if t.name == "i1":
+        return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if t.name == "bf16":
+        return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+    return v
+
+
+def f32_to_bf16_bits(b: ir.IRBuilder, v):
+    """Round to nearest even; NaN stays a (quiet) NaN."""
+    bits = b.bitcast(v, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.lshr(b.add(bits, b.add(lsb, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+    isnan = b.fcmp_unordered("uno", v, v)
+    return b.trunc(b.select(isnan, ir.Constant(I32, 0x7FC0), rounded), I16)
+
+
+def round_bf16(b: ir.IRBuilder, v):
+    """An f32 register value rounded to bf16 precision (kept in f32)."""
+    return from_mem(b, ScalarType("bf16"), f32_to_bf16_bits(b, v))
+
+
+def const(t, value):
+    lt = reg_type(t)
+    if isinstance(lt, ir.IntType):
+        return ir.Constant(lt, int(value) & ((1 << lt.width) - 1))
+    return ir.Constant(lt, float(value))
+
+
+# ---- intrinsics --------------------------------------------------------------------------------
+
+
+def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    return fn
+
+
+def _suffix(lt: ir.Type) -> str:
+    return {F16: "f16", F32: "f32", F64: "f64"}.get(lt, f"i{getattr(lt, 'width', 0)}")
+
+
+def call_intr(b: ir.IRBuilder, base: str, *args):
+    lt = args[0].type
+    fn = intrinsic(b.module, f"{base}.{_suffix(lt)}", lt, [a.type for a in args])
+    return b.call(fn, list(args))
+
+
+# ---- binary ops --------------------------------------------------------------------------------
+
+Binary = Callable[[ir.IRBuilder, ScalarType, object, object], object]
+
+
+def _fmaxmin(b, t, x, y, is_max: bool, propagate_nan: bool):
+    if t.name == "f16":  # promote: NVPTX min/max on f16 needs sm_80; keep it simple and exact
+        r = _fmaxmin(b, ScalarType("f32"), b.fpext(x, F32), b.fpext(y, F32), is_max, propagate_nan)
+        return b.fptrunc(r, F16)
+    name = ("llvm.maximum" if is_max else "llvm.minimum") if propagate_nan else ("llvm.maxnum" if is_max else "llvm.minnum")
+    return call_intr(b, name, x, y)
+
+
+def _imaxmin(b, t, x, y, is_max: bool):
+    cmp = b.icmp_signed if t.is_signed else b.icmp_unsigned
+    return b.select(cmp(">" if is_max else "<", x, y), x, y)
+
+
+def _div(b, t, x, y):
+    if t.is_float:
+        return b.fdiv(x, y)
+    return b.sdiv(x, y) if t.is_signed else b.udiv(x, y)
+
+
+def _rem(b, t, x, y):
+    if t.is_float:
+        return b.frem(x, y)
+    return b.srem(x, y) if t.is_signed else b.urem(x, y)
+
+
+def binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs: dict):
+    f = t.is_float
+    if name == "add":
+        r = b.fadd(x, y) if f else b.add(x, y)
+    elif name == "sub":
+        r = b.fsub(x, y) if f else b.sub(x, y)
+    elif name == "mul":
+        r = b.fmul(x, y) if f else b.mul(x, y)
+    elif name == "div":
+        r = _div(b, t, x, y)
+    elif name == "rem":
+        r = _rem(b, t, x, y)
+    elif name == "and":
+        r = b.and_(x, y)
+    elif name == "or":
+        r = b.or_(x, y)
+    elif name == "xor":
+        r = b.xor(x, y)
+    elif name == "shl":
+        r = b.shl(x, y)
+    elif name == "shr":
+        r = b.ashr(x, y) if t.is_signed else b.lshr(x, y)
+    elif name in ("maximum", "minimum"):
+        is_max = name == "maximum"
+        r = _fmaxmin(b, t, x, y, is_max, attrs.get("propagate_nan", False)) if f else _imaxmin(b, t, x, y, is_max)
+    elif name == "pow":
+        r = libm(b, t, "pow", x, y)
+    elif name == "atan2":
+        r = libm(b, t, "atan2", x, y)
+    else:
+        raise CompileError(f"cuda: no lowering for binary op '{name}'")
+    return round_bf16(b, r) if t.name == "bf16" and name not in ("maximum", "minimum") else r
+
+
+_PRED_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def compare(b: ir.IRBuilder, pred: str, t, x, y):
+    op = _PRED_S[pred]
+    if isinstance(t, PointerType):
+        return b.icmp_unsigned(op, b.ptrtoint(x, I64), b.ptrtoint(y, I64))
+    if t.is_float:
+        return b.fcmp_unordered(op, x, y) if pred == "ne" else b.fcmp_ordered(op, x, y)
+    return (b.icmp_signed if t.is_signed else b.icmp_unsigned)(op, x, y)
+
+
+# ---- unary math ----------------------------------------------------------------------------------
+
+_LIBDEVICE = {
+    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt",
+    "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "erf": "erf",
+    "pow": "pow", "atan2": "atan2",
+}
+
+
+def libm(b: ir.IRBuilder, t: ScalarType, name: str, *args):
+    """libdevice's __nv_<name>f / __nv_<name> (f16 and bf16 are computed in f32)."""
+    lt = args[0].type
+    if lt == F16:
+        r = libm(b, ScalarType("f32"), name, *(b.fpext(a, F32) for a in args))
+        return b.fptrunc(r, F16)
+    fname = "__nv_" + _LIBDEVICE[name] + ("f" if lt == F32 else "")
+    fn = intrinsic(b.module, fname, lt, [lt] * len(args))
+    return b.call(fn, list(args))
+
+
+def _approx(b: ir.IRBuilder, intr: str, x):
+    fn = intrinsic(b.module, intr, F32, [F32])
+    return b.call(fn, [x])
+
+
+def unary(b: ir.IRBuilder, name: str, t: ScalarType, x):
+    if name == "neg":
+        return b.fneg(x) if t.is_float else b.sub(ir.Constant(x.type, 0), x)
+    if name == "abs":
+        if t.is_float:
+            return call_intr(b, "llvm.fabs", x)
+        if not t.is_signed:
+            return x
+        return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
+    if not t.is_float:
+        raise CompileError(f"cuda: '{name}' needs a float operand")
+    r = _math(b, name, t, x)
+    return round_bf16(b, r) if t.name == "bf16" else r
+
+
+def _math(b: ir.IRBuilder, name: str, t: ScalarType, x):
+    if x.type == F32:
+        if name == "exp":
+            return _approx(b, "llvm.nvvm.ex2.approx.f", b.fmul(x, ir.Constant(F32, LOG2E)))
+        if name == "exp2":
+            return _approx(b, "llvm.nvvm.ex2.approx.f", x)
+        if name == "log2":
+            return _approx(b, "llvm.nvvm.lg2.approx.f", x)
+        if name == "log":
+            return b.fmul(_approx(b, "llvm.nvvm.lg2.approx.f", x), ir.Constant(F32, LN2))
+        if name == "sqrt":
+            return call_intr(b, "llvm.sqrt", x)
+    if name in ("floor", "ceil"):
+        return call_intr(b, f"llvm.{name}", x)
+    return libm(b, t, name, x)
+
+
+def fma(b: ir.IRBuilder, t: ScalarType, x, y, z):
+    r = call_intr(b, "llvm.fma", x, y, z)
+    return round_bf16(b, r) if t.name == "bf16" else r
+
+
+# ---- casts ---------------------------------------------------------------------------------------
+
+
+def cast(b: ir.IRBuilder, src, dst, x):  # noqa: C901 - one case per kind pair
+    if isinstance(src, PointerType) or isinstance(dst, PointerType):
+        if isinstance(dst, PointerType):
+            return x
+        return b.ptrtoint(x, reg_type(dst))
+    if src == dst:
+        return x
+    st, dt = reg_type(src), reg_type(dst)
+    if dst.is_bool:
+        if src.is_float:
+            return b.fcmp_unordered("!=", x, ir.Constant(st, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(st, 0))
+    if src.is_float and dst.is_float:
+        if st == dt:
+            r = x
+        elif _fbits(st) < _fbits(dt):
+            r = b.fpext(x, dt)
+        else:
+            r = b.fptrunc(x, dt)
+        return round_bf16(b, r) if dst.name == "bf16" else r
+    if src.is_float:
+        return _fp_to_int(b, x, dst)
+    if dst.is_float:
+        r = b.sitofp(x, dt) if src.is_signed else b.uitofp(x, dt)
+        return round_bf16(b, r) if dst.name == "bf16" else r
+    if st.width == dt.width:
+        return x
+    if st.width > dt.width:
+        return b.trunc(x, dt)
+    return b.sext(x, dt) if src.is_signed else b.zext(x, dt)
+
+
+def _fbits(t: ir.Type) -> int:
+    return {F16: 16, F32: 32, F64: 64}[t]
+
+
+def _fp_to_int(b: ir.IRBuilder, x, dst: ScalarType):
+    """Truncate toward zero, saturating, NaN -> 0 (the interpreter's choice for undefined cases)."""
+    dt = reg_type(dst)
+    if x.type == F16:
+        x = b.fpext(x, F32)
+    name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
+    fn = intrinsic(b.module, f"{name}.i{dt.width}.{_suffix(x.type)}", dt, [x.type])
+    return b.call(fn, [x])
+
+
+def bitcast(b: ir.IRBuilder, src, dst, x):
+    if src.name == "bf16" or dst.name == "bf16":
+        bits = to_mem(b, src, x) if src.name == "bf16" else b.bitcast(x, I16) if reg_type(src) == F16 else x
+        return from_mem(b, dst, bits) if dst.name == "bf16" else b.bitcast(bits, reg_type(dst))
+    return b.bitcast(x, reg_type(dst))

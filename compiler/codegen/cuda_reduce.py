@@ -1,0 +1,265 @@
+"""Reductions, scans and dot for the cuda lowering.
+
+Reductions combine within a thread's registers, then across lanes with butterfly shuffles
+(llvm.nvvm.shfl.sync.bfly), then across warps through shared memory; the result is left in the
+slice of the operand's layout, replicated across the reduced threads. Scans run sequentially in a
+layout that puts the whole scanned axis in each thread. dot is the FMA path: operands go to shared
+memory once and each thread accumulates its outputs over K.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..errors import CompileError
+from ..ir.core import Operation
+from ..ir.types import ScalarType, TileType, elem_type
+from ..passes.gpu_layout import Layout
+from . import cuda_ops as ops
+
+
+class ReduceLowering:
+    # ---- combine functions ---------------------------------------------------------------------
+
+    def combine(self, kind: str, e, a, b, nan: bool):
+        """Combine two partial results; for argmax/argmin a and b are (value, index) pairs."""
+        bld = self.b
+        if kind in ("argmax", "argmin"):
+            return self._arg_combine(kind, e, a, b)
+        if kind == "sum":
+            return ops.binary(bld, "add", e, a, b, {})
+        if kind == "prod":
+            return ops.binary(bld, "mul", e, a, b, {})
+        if kind in ("max", "min"):
+            return ops.binary(bld, "maximum" if kind == "max" else "minimum", e, a, b, {"propagate_nan": nan})
+        if kind in ("and", "or", "xor"):
+            return ops.binary(bld, kind, e, a, b, {})
+        raise CompileError(f"cuda: unknown reduction {kind!r}")
+
+    def _arg_combine(self, kind: str, e, a, b):
+        bld = self.b
+        (av, ai), (bv, bi) = a, b
+        better = ">" if kind == "argmax" else "<"
+        lower_idx = bld.icmp_signed("<", bi, ai)
+        if e.is_float:
+            wins = bld.fcmp_ordered(better, bv, av)
+            tie = bld.and_(bld.fcmp_ordered("==", bv, av), lower_idx)
+            a_nan = bld.fcmp_unordered("uno", av, av)
+            b_nan = bld.fcmp_unordered("uno", bv, bv)
+            num = bld.and_(bld.not_(b_nan), bld.or_(a_nan, bld.or_(wins, tie)))
+            take = bld.or_(num, bld.and_(bld.and_(a_nan, b_nan), lower_idx))
+        else:
+            cmp = bld.icmp_signed if e.is_signed else bld.icmp_unsigned
+            take = bld.or_(cmp(better, bv, av), bld.and_(cmp("==", bv, av), lower_idx))
+        return bld.select(take, bv, av), bld.select(take, bi, ai)
+
+    # ---- shuffles ------------------------------------------------------------------------------
+
+    def shfl_xor(self, v, mask: int):
+        bld = self.b
+        t = v.type
+        fn = ops.intrinsic(self.module, "llvm.nvvm.shfl.sync.bfly.i32", ops.I32, [ops.I32] * 4)
+
+        def sh(x32):
+            return bld.call(fn, [ir.Constant(ops.I32, -1), x32, ir.Constant(ops.I32, mask), ir.Constant(ops.I32, 31)])
+
+        if t == ops.I32:
+            return sh(v)
+        if t in (ops.F32,):
+            return bld.bitcast(sh(bld.bitcast(v, ops.I32)), t)
+        if t == ops.F16:
+            return bld.bitcast(bld.trunc(sh(bld.zext(bld.bitcast(v, ops.I16), ops.I32)), ops.I16), t)
+        if isinstance(t, ir.IntType) and t.width < 32:
+            return bld.trunc(sh(bld.zext(v, ops.I32)), t)
+        as64 = bld.bitcast(v, ops.I64) if t == ops.F64 else v
+        lo = sh(bld.trunc(as64, ops.I32))
+        hi = sh(bld.trunc(bld.lshr(as64, ir.Constant(ops.I64, 32)), ops.I32))
+        r = bld.or_(bld.zext(lo, ops.I64), bld.shl(bld.zext(hi, ops.I64), ir.Constant(ops.I64, 32)))
+        return bld.bitcast(r, t) if t == ops.F64 else r
+
+    # ---- reduce --------------------------------------------------------------------------------
+
+    def op_reduce(self, op: Operation) -> None:
+        x = op.operands[0]
+        kind, axis = op.attrs["kind"], op.attrs["axis"]
+        nan = op.attrs.get("propagate_nan", False)
+        e = elem_type(x.type)
+        lay = self.layout_of(x)
+        vals = self.get(x, lay)
+        is_arg = kind in ("argmax", "argmin")
+        if is_arg:
+            tc = self.thread_coord(lay)[axis]
+            idx = [self.b.add(tc, ir.Constant(ops.I32, lay.reg_coord(r)[axis])) for r in range(lay.num_regs)]
+            parts = list(zip(vals, idx, strict=False))
+        else:
+            parts = list(vals)
+        res_lay = lay.without_dim(axis)
+        parts = self._reduce_regs(lay, axis, parts, kind, e, nan)
+        for i, basis in enumerate(lay.lane):
+            if basis[axis]:
+                parts = [self._combine_shfl(p, 1 << i, kind, e, nan, is_arg) for p in parts]
+        if any(b[axis] for b in lay.warp):
+            parts = self._reduce_warps(lay, res_lay, axis, parts, kind, e, nan, is_arg)
+        out = [p[1] if is_arg else p for p in parts]
+        if isinstance(op.result.type, TileType):
+            self.define(op.result, res_lay, out)
+            self.plan.natural[op.result] = res_lay
+        else:
+            self.define(op.result, None, out[0])
+
+    def _reduce_regs(self, lay: Layout, axis: int, parts: list, kind, e, nan) -> list:
+        groups: dict[int, list[int]] = {}
+        along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
+        for r in range(lay.num_regs):
+            groups.setdefault(r & ~along, []).append(r)
+        out = []
+        for key in sorted(groups):
+            regs = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])
+            acc = parts[regs[0]]
+            for r in regs[1:]:
+                acc = self.combine(kind, e, acc, parts[r], nan)
+            out.append(acc)
+        return out
+
+    def _combine_shfl(self, p, mask: int, kind, e, nan, is_arg):
+        if is_arg:
+            other = (self.shfl_xor(p[0], mask), self.shfl_xor(p[1], mask))
+        else:
+            other = self.shfl_xor(p, mask)
+        return self.combine(kind, e, p, other, nan)
+
+    def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, kind, e, nan, is_arg):
+        bld = self.b
+        wbits = [i for i, bs in enumerate(lay.warp) if bs[axis]]
+        nw = 1 << len(wbits)
+        lane_mask = sum(1 << i for i, bs in enumerate(lay.lane) if bs[axis])
+        numel = max(1, _numel(res_lay.shape))
+        strides, _ = self._strides(res_lay.shape, 0)
+        vt = self.smem_type(e)
+        vb = self.smem_bytes_of(vt)
+        plane = numel * vb
+        idx_base = ((nw * plane + 15) // 16) * 16
+        self.reserve(idx_base + (nw * numel * 4 if is_arg else 0))
+        if self.smem_dirty:
+            self.barrier()
+        widx = ir.Constant(ops.I32, 0)
+        for j, i in enumerate(wbits):
+            bit = bld.and_(bld.lshr(self.warp, ir.Constant(ops.I32, i)), ir.Constant(ops.I32, 1))
+            widx = bld.or_(widx, bld.shl(bit, ir.Constant(ops.I32, j)))
+        base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
+        writer = bld.icmp_unsigned("==", bld.and_(self.lane, ir.Constant(ops.I32, lane_mask)), ir.Constant(ops.I32, 0))
+        offs = []
+        for r, p in enumerate(parts):
+            el = bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, r, strides)))
+            offs.append(el)
+            with bld.if_then(writer):
+                slot = bld.add(bld.mul(widx, ir.Constant(ops.I32, numel)), el)
+                self.smem_store(bld.mul(slot, ir.Constant(ops.I32, vb)), p[0] if is_arg else p, e)
+                if is_arg:
+                    ioff = bld.add(ir.Constant(ops.I32, idx_base), bld.mul(slot, ir.Constant(ops.I32, 4)))
+                    self.b.store(p[1], self.smem_at(ioff))
+        self.barrier()
+        out = []
+        for el in offs:
+            acc = None
+            for w in range(nw):
+                slot = bld.add(el, ir.Constant(ops.I32, w * numel))
+                v = self.smem_load(bld.mul(slot, ir.Constant(ops.I32, vb)), e)
+                if is_arg:
+                    ioff = bld.add(ir.Constant(ops.I32, idx_base), bld.mul(slot, ir.Constant(ops.I32, 4)))
+                    v = (v, self.b.load(self.smem_at(ioff), typ=ops.I32))
+                acc = v if acc is None else self.combine(kind, e, acc, v, nan)
+            out.append(acc)
+        self.smem_dirty = True
+        return out
+
+    # ---- scan ----------------------------------------------------------------------------------
+
+    def op_scan(self, op: Operation) -> None:
+        x = op.operands[0]
+        kind, axis = op.attrs["kind"], op.attrs["axis"]
+        e = elem_type(x.type)
+        lay = self.layout_of(op.result)
+        vals = list(self.get(x, lay))
+        n = x.type.shape[axis]
+        along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
+        groups: dict[int, list[int]] = {}
+        for r in range(lay.num_regs):
+            groups.setdefault(r & ~along, []).append(r)
+        for regs in groups.values():
+            regs = sorted(regs, key=lambda r: lay.reg_coord(r)[axis], reverse=bool(op.attrs.get("reverse")))
+            if len(regs) != n:
+                raise CompileError("cuda: internal: scan layout does not hold the axis in registers")
+            acc = vals[regs[0]]
+            for r in regs[1:]:
+                acc = self.combine(kind, e, acc, vals[r], False)
+                vals[r] = acc
+        self.define(op.result, lay, vals)
+
+    # ---- dot (FMA path) ------------------------------------------------------------------------
+
+    def op_dot(self, op: Operation) -> None:
+        a, b, c = op.operands
+        (m, k), (_, n) = a.type.shape, b.type.shape
+        ea, ec = elem_type(a.type), elem_type(c.type)
+        lay = self.layout_of(op.result)
+        acc_t = _acc_type(ea, ec)
+        acc = [ops.cast(self.b, ec, acc_t, v) for v in self.get(c, lay)]
+        st = self.smem_type(ea)
+        eb = self.smem_bytes_of(st)
+        a_bytes = ((m * k * eb + 15) // 16) * 16
+        self.reserve(a_bytes + k * n * eb)
+        if self.smem_dirty:
+            self.barrier()
+        self._to_smem(a, 0, eb)
+        self._to_smem(b, a_bytes, eb)
+        self.barrier()
+        tc = self.thread_coord(lay)
+        rows = sorted({lay.reg_coord(r)[0] for r in range(lay.num_regs)})
+        cols = sorted({lay.reg_coord(r)[1] for r in range(lay.num_regs)})
+        bld = self.b
+        row0 = bld.mul(tc[0], ir.Constant(ops.I32, k * eb))
+        col0 = bld.mul(tc[1], ir.Constant(ops.I32, eb))
+        for kk in range(k):
+            av = {}
+            for i in rows:
+                off = bld.add(row0, ir.Constant(ops.I32, (i * k + kk) * eb))
+                av[i] = ops.cast(bld, ea, acc_t, self.smem_load(off, ea))
+            bv = {}
+            for j in cols:
+                off = bld.add(col0, ir.Constant(ops.I32, a_bytes + (kk * n + j) * eb))
+                bv[j] = ops.cast(bld, ea, acc_t, self.smem_load(off, ea))
+            for r in range(lay.num_regs):
+                i, j = lay.reg_coord(r)
+                acc[r] = self._mac(acc_t, av[i], bv[j], acc[r])
+        self.smem_dirty = True
+        self.define(op.result, lay, [ops.cast(bld, acc_t, ec, v) for v in acc])
+
+    def _mac(self, t, x, y, z):
+        if t.is_float:
+            return ops.call_intr(self.b, "llvm.fma", x, y, z)
+        return self.b.add(self.b.mul(x, y), z)
+
+    def _to_smem(self, v, byte_base: int, eb: int) -> None:
+        lay = self.layout_of(v)
+        vals = self.get(v, lay)
+        shape = v.type.shape
+        strides = [shape[1], 1]
+        base = self.b.add(self.b.mul(self._base_index(lay, strides), ir.Constant(ops.I32, eb)), ir.Constant(ops.I32, byte_base))
+        e = elem_type(v.type)
+        for r in self.unique_regs(lay):
+            off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(lay, r, strides) * eb))
+            self.smem_store(off, vals[r], e)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _acc_type(ea: ScalarType, ec: ScalarType) -> ScalarType:
+    if ea.is_float:
+        return ScalarType("f64") if "f64" in (ea.name, ec.name) else ScalarType("f32")
+    return ScalarType("i64") if ec.bits == 64 else ScalarType("i32") if ec.is_signed else ScalarType("u32")

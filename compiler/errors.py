@@ -1,0 +1,70 @@
+"""The one error type of the compiler, located in the user's source or IR text.
+
+A CompileError prints `file:line:col: message`, the source line and a caret under the column.
+"""
+
+from __future__ import annotations
+
+
+class CompileError(Exception):
+    """An error in the user's input: bad source, bad IR, a type error, a budget exceeded."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        filename: str = "<source>",
+        line: int | None = None,
+        col: int | None = None,
+        source_line: str | None = None,
+    ) -> None:
+        self.message = message
+        self.filename = filename
+        self.line = line
+        self.col = col
+        self.source_line = source_line
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        if self.line is None:
+            return f"{self.filename}: {self.message}"
+        col = self.col if self.col is not None else 1
+        out = f"{self.filename}:{self.line}:{col}: {self.message}"
+        if self.source_line is not None:
+            text = self.source_line.rstrip("\n")
+            if len(text) > 200:
+                start = max(0, col - 100)
+                text, col = text[start : start + 200], col - start
+            out += f"\n{text}\n{' ' * max(col - 1, 0)}^"
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "message": self.message,
+            "file": self.filename,
+            "line": self.line,
+            "col": self.col,
+            "excerpt": self.render().split("\n", 1)[1] if self.source_line is not None else None,
+        }
+
+
+class UnsupportedSyntaxError(CompileError):
+    """Python syntax that the Triton language (or tilec's subset of it) does not accept."""
+
+
+class BudgetExceededError(CompileError):
+    """The input is over one of the compile budgets (size, depth, unroll count, tile elements)."""
+
+
+class VerifyError(CompileError):
+    """The IR is malformed: an op's operands, attributes or types break its rules."""
+
+
+class ToolError(Exception):
+    """An external tool (LLVM, ptxas, nvJitLink) failed; carries its stderr and a repro command."""
+
+    def __init__(self, tool: str, stderr: str, repro: str = "") -> None:
+        self.tool = tool
+        self.stderr = stderr
+        self.repro = repro
+        super().__init__(f"{tool} failed:\n{stderr}" + (f"\nrepro: {repro}" if repro else ""))

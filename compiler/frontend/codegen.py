@@ -1,0 +1,459 @@
+"""The expression half of the AST visitor: names, attributes, subscripts, operators and calls.
+Constexprs are plain Python values here and fold in Python; runtime values are semantic.Tensor.
+Statements and control flow are in control.py; helper instantiation and the entry point in build.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
+from ..ir import Loc, Module
+from . import blockptr, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
+from .library import LIB, cast, expand_dims, lookup, reduce, reshape, scan, trans
+from .reader import KernelSource, ModuleInfo
+from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
+from .types import BlockType, DType
+
+PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance")
+TENSOR_METHODS = {
+    "to": lambda sem, x, dtype, fp_downcast_rounding=None, bitcast=False: cast(sem, x, dtype, None, bitcast),
+    "sum": LIB["sum"], "max": LIB["max"], "min": LIB["min"], "argmax": LIB["argmax"], "argmin": LIB["argmin"],
+    "reshape": reshape, "view": reshape, "trans": trans, "permute": trans, "expand_dims": expand_dims,
+    "broadcast_to": LIB["broadcast_to"], "cumsum": LIB["cumsum"], "cumprod": LIB["cumprod"], "ravel": LIB["ravel"],
+    "xor_sum": LIB["xor_sum"],
+    **{name: LIB[name] for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs", "floor",
+                                    "ceil", "erf", "sigmoid", "softmax", "cast", "split", "sort", "flip", "topk",
+                                    "gather")
+       if name in LIB},
+}
+DTYPE_ATTRS = ("element_ty", "primitive_bitwidth", "name", "is_ptr", "is_floating", "is_int", "is_int_signed",
+               "is_int_unsigned", "is_bool", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "scalar", "is_block")
+BLOCK_TYPE_ATTRS = ("element_ty", "scalar", "shape", "is_block", "is_ptr")
+
+
+@dataclass(frozen=True)
+class QualName:
+    """A module or not-yet-called API name such as triton.language.math."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+
+
+@dataclass(frozen=True)
+class JitFunction:
+    node: ast.FunctionDef
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    obj: Any
+    name: str
+
+
+class Context:
+    """State shared by every function built for one kernel."""
+
+    def __init__(self, ks: KernelSource, module: Module):
+        assert ks.module is not None and ks.source_info is not None
+        self.ks = ks
+        self.mod: ModuleInfo = ks.module
+        self.info = ks.source_info
+        self.budgets = ks.budgets
+        self.module = module
+        self.node: ast.AST | None = None
+        self.b = CountingBuilder(self.budgets, self.error)
+        self.sem = Semantic(self.b, self.error)
+        self.instances: dict[tuple, Any] = {}
+        self.in_progress: set[tuple] = set()
+        self.call_depth = 0
+        self.unrolled = 0
+        self.globals: dict[str, Any] = {}
+
+    def error(self, msg: str, cls: type[CompileError] = CompileError) -> CompileError:
+        return self.info.error(self.node, msg, cls)
+
+    def at(self, node: ast.AST) -> None:
+        self.node = node
+        if hasattr(node, "lineno"):
+            self.b.loc = Loc(node.lineno, node.col_offset + 1, self.info.filename)
+
+
+def wrap_internal(ctx: Context, node: ast.AST, exc: BaseException) -> CompileError:
+    """Any unexpected exception becomes a located CompileError (TILEC_DEBUG_FRONTEND=1 lets it through)."""
+    if os.environ.get("TILEC_DEBUG_FRONTEND") == "1":
+        raise exc
+    ctx.node = node
+    if isinstance(exc, RecursionError):
+        return ctx.error("kernel is nested too deeply to compile", BudgetExceededError)
+    if isinstance(exc, MemoryError):
+        return ctx.error("compiling this kernel ran out of memory", BudgetExceededError)
+    return ctx.error(f"internal compiler error on this code ({type(exc).__name__}); please report it")
+
+
+class ExprGen:
+    def __init__(self, ctx: Context, scope: dict[str, Any]):
+        self.ctx = ctx
+        self.sem = ctx.sem
+        self.b = ctx.b
+        self.scope = scope
+
+    def error(self, msg: str, cls: type[CompileError] = CompileError) -> CompileError:
+        return self.ctx.error(msg, cls)
+
+    def expr(self, node: ast.expr) -> Any:
+        saved = self.ctx.node
+        self.ctx.at(node)
+        try:
+            method = getattr(self, "expr_" + type(node).__name__, None)
+            if method is None:
+                raise self.error(f"{_describe_syntax(node)} is not supported in kernels", UnsupportedSyntaxError)
+            return method(node)
+        except CompileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - located at the innermost node
+            raise wrap_internal(self.ctx, node, exc) from None
+        finally:
+            self.ctx.node = saved
+            if saved is not None:
+                self.ctx.at(saved)
+
+    # ---- leaves
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        if isinstance(node.value, (bytes, complex)):
+            raise self.error(f"{type(node.value).__name__} constants are not supported", UnsupportedSyntaxError)
+        return node.value
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        return self.lookup_name(node.id)
+
+    def lookup_name(self, name: str) -> Any:
+        if name in self.scope:
+            return self.scope[name]
+        mod = self.ctx.mod
+        if name in mod.jit_functions:
+            return JitFunction(mod.jit_functions[name])
+        if name in mod.aliases:
+            return self.qualified(mod.dotted(ast.Name(id=name)) or name)
+        if name in self.ctx.globals:
+            return self.ctx.globals[name]
+        star = self.star_name(name)
+        if star is not None:
+            return star
+        if name in PY_BUILTINS:
+            return Builtin(name)
+        if name in mod.global_nodes:
+            raise self.error(f"global '{name}' is not a compile-time constant (only literal data can be used)")
+        if name in mod.other_functions:
+            raise self.error(f"'{name}' is not a @triton.jit function; kernels can only call @triton.jit functions "
+                             "and tl.* (host Python is never run)", UnsupportedSyntaxError)
+        raise self.error(f"name '{name}' is not defined")
+
+    def star_name(self, name: str) -> Any:
+        """A name brought in by `from triton.language import *` (Python's builtins keep their meaning)."""
+        if name in PY_BUILTINS and name != "range":
+            return None
+        for star in self.ctx.mod.star_modules:
+            full = f"{star}.{name}"
+            if lookup(full) is not None or full in ("triton.jit", "triton.language.static_range",
+                                                    "triton.language.range"):
+                return self.qualified(full)
+        return None
+
+    def qualified(self, name: str) -> Any:
+        entry = lookup(name)
+        if entry is not None and not callable(entry):
+            return entry
+        return QualName(name)
+
+    def expr_Tuple(self, node: ast.Tuple) -> tuple:
+        return tuple(self.expr(e) for e in node.elts)
+
+    expr_List = expr_Tuple
+
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> str:
+        parts = []
+        for v in node.values:
+            x = self.expr(v.value) if isinstance(v, ast.FormattedValue) else self.expr(v)
+            if isinstance(x, Tensor):
+                raise self.error("f-strings can only format compile-time values")
+            parts.append(str(x))
+        return "".join(parts)
+
+    # ---- attributes and subscripts
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.expr(node.value)
+        attr = node.attr
+        if isinstance(base, QualName):
+            return self.qualified(f"{base.name}.{attr}")
+        if isinstance(base, Tensor):
+            return self.tensor_attr(base, attr)
+        if isinstance(base, Aggregate):
+            return self.aggregate_attr(base, attr)
+        if (isinstance(base, DType) and attr in DTYPE_ATTRS) or (isinstance(base, BlockType) and attr in BLOCK_TYPE_ATTRS):
+            try:
+                return getattr(base, attr)
+            except AttributeError:
+                raise self.error(f"{base} has no attribute '{attr}'") from None
+        if attr == "value" and (is_number(base) or isinstance(base, (str, DType)) or base is None):
+            return base  # a constexpr's .value: constexprs are plain values here
+        raise self.error(f"{describe(base)} has no attribute '{attr}'")
+
+    def tensor_attr(self, t: Tensor, attr: str) -> Any:
+        if attr == "dtype":
+            return t.dtype
+        if attr == "type":
+            return BlockType(t.elem, t.shape) if t.shape else t.dtype
+        if attr == "shape":
+            return t.shape
+        if attr == "numel":
+            n = 1
+            for d in t.shape:
+                n *= d
+            return n
+        if attr == "T":
+            return trans(self.sem, t)
+        if attr in TENSOR_METHODS:
+            return BoundMethod(t, attr)
+        raise self.error(f"tensors have no attribute '{attr}'")
+
+    def aggregate_attr(self, x: Aggregate, attr: str) -> Any:
+        if attr in x.METHODS:
+            return BoundMethod(x, attr)
+        if attr in ("block_shape", "shape", "strides") and hasattr(x, attr):
+            return tuple(getattr(x, attr))
+        if attr == "dtype":
+            return DType(x.leaves()[0].elem.pointee)
+        raise self.error(f"{describe(x)} has no attribute '{attr}'")
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.expr(node.value)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(base, Tensor):
+            return self.index_tensor(base, items)
+        if isinstance(base, (tuple, list, str)):
+            if isinstance(node.slice, ast.Slice):
+                parts = [None if p is None else self.expr(p) for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+                if any(isinstance(p, Tensor) for p in parts):
+                    raise self.error("slice bounds must be compile-time constants")
+                return base[slice(*parts)]
+            i = self.expr(node.slice)
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise self.error(f"index must be a compile-time integer, got {describe(i)}")
+            if not -len(base) <= i < len(base):
+                raise self.error(f"index {i} is out of range for {len(base)} elements")
+            return base[i]
+        raise self.error(f"{describe(base)} cannot be indexed")
+
+    def index_tensor(self, t: Tensor, items: list[ast.expr]) -> Tensor:
+        """x[:, None], x[None, :], x[None], x[..., None]: only new axes and full slices."""
+        kinds = []
+        for it in items:
+            if isinstance(it, ast.Constant) and it.value is None:
+                kinds.append("new")
+            elif isinstance(it, ast.Constant) and it.value is Ellipsis:
+                kinds.append("...")
+            elif isinstance(it, ast.Slice) and it.lower is None and it.upper is None and it.step is None:
+                kinds.append(":")
+            else:
+                raise self.error("tensors can only be indexed with None and ':' (new axes)", UnsupportedSyntaxError)
+        rank = len(t.shape)
+        n_keep = kinds.count(":")
+        if kinds.count("...") > 1 or n_keep > rank:
+            raise self.error(f"too many indices for a tile of rank {rank}")
+        if "..." in kinds:
+            i = kinds.index("...")
+            kinds[i : i + 1] = [":"] * (rank - n_keep)
+        else:
+            kinds += [":"] * (rank - n_keep)
+        axis = 0
+        for k in kinds:
+            if k == "new":
+                t = expand_dims(self.sem, t, axis)
+            axis += 1
+        return t
+
+    # ---- operators
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.sem.binop(node.op, self.expr(node.left), self.expr(node.right))
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        x = self.expr(node.operand)
+        if isinstance(node.op, ast.Not) and is_const(x):
+            return not x
+        return self.sem.unary(node.op, x)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        acc = self.expr(node.values[0])
+        for v in node.values[1:]:
+            if is_const(acc):
+                if bool(acc) != is_and:  # short-circuit, as Python
+                    return acc
+                acc = self.expr(v)
+                continue
+            acc = self.sem.logical(is_and, acc, self.expr(v))
+        return acc
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        left = self.expr(node.left)
+        result: Any = True
+        for op, right_node in zip(node.ops, node.comparators, strict=False):
+            right = self.expr(right_node)
+            c = self.sem.compare(op, left, right)
+            result = c if result is True else (self.sem.logical(True, result, c) if not (is_const(c) and c) else result)
+            if is_const(result) and not result:
+                return False
+            left = right
+        return result
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        c = self.sem.to_bool(self.expr(node.test))
+        if is_const(c):
+            return self.expr(node.body) if c else self.expr(node.orelse)
+        return self.sem.where(c, self.expr(node.body), self.expr(node.orelse))
+
+    # ---- calls
+    def expr_Call(self, node: ast.Call) -> Any:
+        fn = self.expr(node.func)
+        if isinstance(fn, QualName) and fn.name in ("triton.language.reduce", "triton.language.associative_scan"):
+            return self.combine_call(fn.name, node)
+        args, kwargs = self.call_args(node)
+        if isinstance(fn, QualName):
+            entry = lookup(fn.name)
+            if entry is None:
+                raise self.error(f"{_short(fn.name)} is not supported", UnsupportedSyntaxError)
+            if fn.name.endswith("static_range") or fn.name == "triton.language.range":
+                raise self.error(f"{_short(fn.name)} can only be used as the iterable of a for loop")
+            return self.apply(_short(fn.name), entry, args, kwargs)
+        if isinstance(fn, BoundMethod):
+            table = fn.obj.METHODS if isinstance(fn.obj, Aggregate) else TENSOR_METHODS
+            return self.apply(f".{fn.name}", table[fn.name], [fn.obj, *args], kwargs)
+        if isinstance(fn, JitFunction):
+            return self.call_helper(fn.node, args, kwargs)
+        if isinstance(fn, Builtin):
+            return self.call_builtin(fn.name, args, kwargs)
+        if callable(fn) and isinstance(getattr(fn, "__self__", None), (DType, BlockType)):
+            if args or kwargs:
+                raise self.error(f"{fn.__name__}() takes no arguments")
+            return fn()
+        raise self.error(f"{describe(fn)} is not callable")
+
+    def call_args(self, node: ast.Call) -> tuple[list, dict]:
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                v = self.expr(a.value)
+                if not isinstance(v, (tuple, list)):
+                    raise self.error("only tuples can be unpacked with *")
+                args.extend(v)
+            else:
+                args.append(self.expr(a))
+        kwargs: dict[str, Any] = {}
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.error("**kwargs is not supported", UnsupportedSyntaxError)
+            kwargs[k.arg] = self.expr(k.value)
+        return args, kwargs
+
+    def apply(self, what: str, fn: Any, args: list, kwargs: dict) -> Any:
+        if "sem" in kwargs and "sem_" in inspect.signature(fn).parameters:
+            kwargs = dict(kwargs)
+            kwargs["sem_"] = kwargs.pop("sem")
+        try:
+            inspect.signature(fn).bind(self.sem, *args, **kwargs)
+        except TypeError as exc:
+            raise self.error(f"bad arguments to {what}: {exc}") from None
+        return fn(self.sem, *args, **kwargs)
+
+    def call_builtin(self, name: str, args: list, kwargs: dict) -> Any:
+        if kwargs:
+            raise self.error(f"{name}() takes no keyword arguments here")
+        if name in ("min", "max"):
+            vals = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            if not vals:
+                raise self.error(f"{name}() needs arguments")
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = self.sem.minmax(name == "max", acc, v)
+            return acc
+        if name == "print":
+            return None
+        if name == "abs":
+            return LIB["abs"](self.sem, *args)
+        if name == "range":
+            raise self.error("range() can only be used as the iterable of a for loop")
+        if any(isinstance(a, Tensor) for a in args) or len(args) != 1 or name == "isinstance":
+            raise self.error(f"{name}() only works on compile-time values here")
+        try:
+            return {"len": len, "int": int, "float": float, "bool": bool}[name](args[0])
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise self.error(f"{name}() failed: {exc}") from None
+
+    def combine_call(self, name: str, node: ast.Call) -> Any:
+        """tl.reduce / tl.associative_scan with a combine function we recognise (a+b, a*b, max, min...)."""
+        args, kwargs = self.call_args(node)
+        params = ["input", "axis", "combine_fn"]
+        bound = dict(zip(params, args, strict=False))
+        bound.update(kwargs)
+        fn = bound.get("combine_fn")
+        if not isinstance(fn, JitFunction) or "input" not in bound or "axis" not in bound:
+            raise self.error(f"{_short(name)} needs (input, axis, combine_fn) with a @triton.jit combine_fn")
+        kind = combine_kind(fn.node, self.ctx.mod)
+        if kind is None:
+            raise self.error(f"{_short(name)}: combine function '{fn.node.name}' is not one of a+b, a*b, "
+                             "tl.maximum, tl.minimum, a&b, a|b, a^b", UnsupportedSyntaxError)
+        if name.endswith("reduce"):
+            return reduce(self.sem, bound["input"], bound["axis"], kind, bound.get("keep_dims", False))
+        if kind not in ("sum", "prod", "max", "min"):
+            raise self.error(f"associative_scan does not support the {kind} combine")
+        return scan(self.sem, bound["input"], bound["axis"], kind, bound.get("reverse", False))
+
+    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict) -> Any:
+        raise NotImplementedError  # provided by build.FunctionGen
+
+
+_COMBINE_BINOPS = {ast.Add: "sum", ast.Mult: "prod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}
+
+
+def combine_kind(fdef: ast.FunctionDef, mod: ModuleInfo) -> str | None:
+    body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    params = [a.arg for a in fdef.args.args]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or len(params) != 2 or body[0].value is None:
+        return None
+    e = body[0].value
+    names: list[str] = []
+    if isinstance(e, ast.BinOp) and type(e.op) in _COMBINE_BINOPS:
+        kind, operands = _COMBINE_BINOPS[type(e.op)], [e.left, e.right]
+    elif isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords:
+        fname = mod.dotted(e.func) if not isinstance(e.func, ast.Name) or e.func.id not in ("max", "min") else e.func.id
+        table = {"triton.language.maximum": "max", "triton.language.minimum": "min", "max": "max", "min": "min"}
+        kind, operands = table.get(fname or ""), e.args
+    else:
+        return None
+    names = [o.id for o in operands if isinstance(o, ast.Name)]
+    return kind if sorted(names) == sorted(params) else None
+
+
+def _short(name: str) -> str:
+    return name.replace("triton.language.", "tl.")
+
+
+def _describe_syntax(node: ast.AST) -> str:
+    names = {"Lambda": "lambda", "ListComp": "list comprehension", "DictComp": "dict comprehension",
+             "SetComp": "set comprehension", "GeneratorExp": "generator expression", "Dict": "dict literal",
+             "Set": "set literal", "NamedExpr": "`:=`", "Await": "await", "Yield": "yield", "YieldFrom": "yield from",
+             "Starred": "`*` unpacking", "Slice": "slice"}
+    return names.get(type(node).__name__, type(node).__name__)
+
+
+def is_numberlike(x: Any) -> bool:
+    return isinstance(x, Tensor) or is_number(x)

@@ -1,0 +1,501 @@
+"""Reading a kernel file with `ast` only: size/depth budgets before anything recursive, imports and
+aliases, @triton.jit functions, @triton.autotune / @triton.heuristics data, parameters and the key.
+
+The kernel key is the sha256 of a canonical form of the kernel's AST, not of its tile IR: the IR
+depends on constexpr values (tile shapes are static), so it exists only after specialisation.
+The canonical form is `ast.dump` without positions, docstrings removed, of the kernel and of every
+@triton.jit helper it reaches, the module-level constants they name, the autotune/heuristics data,
+and FRONTEND_VERSION. Comments and formatting do not change the key; renaming a local may.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
+from .literal import FoldError, LiteralEvaluator, run_builder
+from .types import dtype_named
+
+FRONTEND_VERSION = "tilec-frontend-1"
+
+# Import spellings -> the canonical module they stand for.
+_MODULE_ALIASES = {
+    "tilec.language": "triton.language",
+    "tilec": "triton",
+    "triton.language.extra.cuda.libdevice": "triton.language.extra.libdevice",
+    "triton.language.math": "triton.language.math",
+}
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits on what one compile may cost; over any of them is a BudgetExceededError.
+    max_unroll bounds the trip count of each tl.static_range and the total unrolled iterations."""
+
+    max_source_bytes: int = 262144
+    max_ast_nodes: int = 200000
+    max_ast_depth: int = 100
+    max_unroll: int = 4096
+    max_tile_elements: int = 1 << 20
+    max_ops: int = 200000
+    max_call_depth: int = 8
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    name: str
+    constexpr: bool
+    has_default: bool
+    default: Any = None
+    annotation: str | None = None
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    kwargs: dict
+    num_warps: int | None = None
+    num_stages: int | None = None
+
+
+@dataclass(frozen=True)
+class AutotuneSpec:
+    configs: list[ConfigSpec]
+    key: list[str]
+
+
+class SourceInfo:
+    """The user's text, to locate errors: file name, lines, a caret excerpt."""
+
+    def __init__(self, source: str, filename: str):
+        self.filename = filename
+        self.lines = source.splitlines()
+
+    def error(self, node: ast.AST | None, msg: str, cls: type[CompileError] = CompileError) -> CompileError:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return cls(msg, filename=self.filename)
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else None
+        col = getattr(node, "col_offset", 0)
+        if text is not None:  # ast columns count UTF-8 bytes
+            col = len(text.encode("utf-8")[:col].decode("utf-8", errors="replace"))
+        return cls(msg, filename=self.filename, line=line, col=col + 1, source_line=text)
+
+
+@dataclass
+class ModuleInfo:
+    """What the module level offers a kernel: import aliases, jit functions, other defs, constants."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    jit_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    other_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    global_nodes: dict[str, ast.expr] = field(default_factory=dict)
+    star_modules: list[str] = field(default_factory=list)  # `from triton.language import *`
+
+    def dotted(self, node: ast.AST) -> str | None:
+        """The canonical dotted name of `tl.foo.bar` (through import aliases and star imports), or None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        if node.id in self.aliases:
+            parts.append(self.aliases[node.id])
+        elif self.star_modules and node.id not in self.jit_functions and node.id not in self.global_nodes:
+            parts.append(f"{self.star_modules[0]}.{node.id}")
+        else:
+            return None
+        return canonical_module(".".join(reversed(parts)))
+
+
+def canonical_module(name: str) -> str:
+    for prefix, canon in _MODULE_ALIASES.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return canon + name[len(prefix) :]
+    return name
+
+
+@dataclass
+class KernelSource:
+    name: str
+    key: str
+    params: list[KernelParam]
+    autotune: AutotuneSpec | None
+    heuristics: dict[str, str]
+    filename: str = "<source>"
+    budgets: Budgets = field(default_factory=Budgets)
+    tree: ast.Module | None = field(default=None, repr=False)
+    module: ModuleInfo | None = field(default=None, repr=False)
+    source_info: SourceInfo | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "key": self.key,
+            "params": [
+                {"name": p.name, "constexpr": p.constexpr, "has_default": p.has_default, "default": _jsonable(p.default),
+                 "annotation": p.annotation}
+                for p in self.params
+            ],
+            "autotune": None if self.autotune is None else {
+                "configs": [{"kwargs": _jsonable(c.kwargs), "num_warps": c.num_warps, "num_stages": c.num_stages}
+                            for c in self.autotune.configs],
+                "key": list(self.autotune.key),
+            },
+            "heuristics": dict(self.heuristics),
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return str(v)
+
+
+# ---- parsing under budgets ---------------------------------------------------------------------
+
+
+def parse_source(source: str, filename: str, budgets: Budgets) -> ast.Module:
+    if not isinstance(source, str):
+        raise CompileError("kernel source must be text", filename=filename)
+    size = len(source.encode("utf-8", errors="replace"))
+    if size > budgets.max_source_bytes:
+        raise BudgetExceededError(f"source is {size} bytes, over the budget of {budgets.max_source_bytes}",
+                                  filename=filename)
+    info = SourceInfo(source, filename)
+    try:
+        tree = ast.parse(source, filename="<source>")
+    except SyntaxError as exc:
+        node = ast.Pass(lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0)) if exc.lineno else None
+        raise info.error(node, f"syntax error: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise BudgetExceededError("source is nested too deeply to parse", filename=filename) from None
+    except ValueError as exc:
+        raise CompileError(f"source cannot be parsed: {exc}", filename=filename) from None
+    check_tree_size(tree, info, budgets)
+    return tree
+
+
+def check_tree_size(tree: ast.AST, info: SourceInfo, budgets: Budgets) -> None:
+    """Count nodes and measure depth without recursion, before anything recursive visits the tree."""
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > budgets.max_ast_nodes:
+            raise info.error(node, f"source has more than {budgets.max_ast_nodes} syntax nodes", BudgetExceededError)
+        if depth > budgets.max_ast_depth:
+            raise info.error(node, f"expression nested deeper than {budgets.max_ast_depth} levels", BudgetExceededError)
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, depth + 1))
+
+
+# ---- the module level ---------------------------------------------------------------------------
+
+
+def scan_module(tree: ast.Module, info: SourceInfo) -> ModuleInfo:
+    mod = ModuleInfo()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    mod.aliases[a.asname] = a.name
+                else:
+                    root = a.name.split(".")[0]
+                    mod.aliases[root] = root
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+            for a in stmt.names:
+                if a.name == "*":
+                    if canonical_module(stmt.module) in ("triton", "triton.language"):
+                        mod.star_modules.append(canonical_module(stmt.module))
+                    continue
+                mod.aliases[a.asname or a.name] = f"{stmt.module}.{a.name}"
+        elif isinstance(stmt, ast.FunctionDef):
+            target = mod.jit_functions if _is_jit(stmt, mod) else mod.other_functions
+            target[stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            mod.global_nodes[stmt.targets[0].id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            mod.global_nodes[stmt.target.id] = stmt.value
+    return mod
+
+
+def _is_jit(fn: ast.FunctionDef, mod: ModuleInfo) -> bool:
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if mod.dotted(target) == "triton.jit":
+            return True
+    return False
+
+
+def called_names(fn: ast.FunctionDef) -> set[str]:
+    """Names a function refers to (calls, and function values passed as arguments)."""
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def pick_kernel(mod: ModuleInfo, name: str | None, info: SourceInfo) -> ast.FunctionDef:
+    if name is not None:
+        fn = mod.jit_functions.get(name)
+        if fn is None:
+            known = ", ".join(sorted(mod.jit_functions)) or "none"
+            raise CompileError(f"no @triton.jit function named '{name}' (found: {known})", filename=info.filename)
+        return fn
+    called: set[str] = set()
+    for fn in mod.jit_functions.values():
+        called |= called_names(fn) - {fn.name}
+    roots = [f for n, f in mod.jit_functions.items() if n not in called]
+    if len(roots) == 1:
+        return roots[0]
+    if not mod.jit_functions:
+        raise CompileError("no @triton.jit function in this source", filename=info.filename)
+    names = ", ".join(f.name for f in roots) or ", ".join(mod.jit_functions)
+    raise CompileError(f"several kernels in this source ({names}): name the one to compile", filename=info.filename)
+
+
+def reachable_helpers(kernel: ast.FunctionDef, mod: ModuleInfo) -> list[ast.FunctionDef]:
+    seen: dict[str, ast.FunctionDef] = {}
+    work = [kernel]
+    while work:
+        fn = work.pop()
+        for n in sorted(called_names(fn)):
+            helper = mod.jit_functions.get(n)
+            if helper is not None and n != kernel.name and n not in seen:
+                seen[n] = helper
+                work.append(helper)
+    return [seen[n] for n in sorted(seen)]
+
+
+# ---- decorators as data ------------------------------------------------------------------------
+
+
+def literal_env(mod: ModuleInfo, info: SourceInfo) -> dict[str, Any]:
+    """Module-level constants whose value is literal data (others are host code, left alone)."""
+    env: dict[str, Any] = {}
+    for name, node in mod.global_nodes.items():
+        try:
+            env[name] = LiteralEvaluator(env, _constexpr_hook(mod), mod.dotted, dtype_attr).eval(node)
+        except (FoldError, RecursionError):
+            continue
+    return env
+
+
+def dtype_attr(name: str) -> Any:
+    """Lets literal data name dtypes: `DTYPE: tl.constexpr = tl.float16`."""
+    d = dtype_named(name)
+    return NotImplemented if d is None else d
+
+
+def _constexpr_hook(mod: ModuleInfo):
+    def hook(name: str, args: list, kwargs: dict) -> Any:
+        if name == "triton.language.constexpr" and len(args) == 1 and not kwargs:
+            return args[0]
+        return NotImplemented
+
+    return hook
+
+
+def _config_hook(name: str, args: list, kwargs: dict) -> Any:
+    if name == "triton.Config":
+        if not args and "kwargs" in kwargs:
+            args = [kwargs.pop("kwargs")]
+        if not args or not isinstance(args[0], dict) or len(args) > 1:
+            raise FoldError("triton.Config takes a dict of meta-parameters")
+        if kwargs.get("pre_hook") is not None:
+            raise FoldError("triton.Config(pre_hook=...) is not supported (the hook is host code and is not run: "
+                            "prepare the buffers before the launch)")
+        unknown = set(kwargs) - {"num_warps", "num_stages", "num_ctas", "maxnreg", "pre_hook"}
+        if unknown:
+            raise FoldError(f"triton.Config got unknown arguments {sorted(unknown)}")
+        return ConfigSpec(dict(args[0]), kwargs.get("num_warps"), kwargs.get("num_stages"))
+    if name == "triton.language.constexpr" and len(args) == 1:
+        return args[0]
+    return NotImplemented
+
+
+def read_decorators(fn: ast.FunctionDef, mod: ModuleInfo, env: dict, info: SourceInfo):
+    autotune: AutotuneSpec | None = None
+    heuristics: dict[str, str] = {}
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = mod.dotted(target)
+        if name == "triton.jit":
+            continue
+        if name == "triton.autotune" and isinstance(d, ast.Call):
+            autotune = _read_autotune(d, mod, env, info)
+        elif name == "triton.heuristics" and isinstance(d, ast.Call):
+            heuristics.update(_read_heuristics(d, info))
+        else:
+            raise info.error(d, f"decorator '{ast.unparse(target)}' is not supported", UnsupportedSyntaxError)
+    return autotune, heuristics
+
+
+def _read_autotune(d: ast.Call, mod: ModuleInfo, env: dict, info: SourceInfo) -> AutotuneSpec:
+    kw = {k.arg: k.value for k in d.keywords}
+    if d.args:
+        kw.setdefault("configs", d.args[0])
+        if len(d.args) > 1:
+            kw.setdefault("key", d.args[1])
+    if "configs" not in kw or "key" not in kw:
+        raise info.error(d, "@triton.autotune needs configs=[...] and key=[...]")
+    if kw.get("prune_configs_by") is not None and not _is_none(kw["prune_configs_by"]):
+        _check_prune(kw["prune_configs_by"], info)
+    cnode = _config_list_node(kw["configs"], mod)
+    ev = LiteralEvaluator(env, _config_hook, mod.dotted, dtype_attr)
+    builder = _config_builder(cnode, mod)
+    _refuse_pre_hooks(builder or cnode, info)
+    try:
+        configs = run_builder(builder, ev) if builder is not None else ev.eval(cnode)
+        key = ev.eval(kw["key"])
+    except FoldError as exc:
+        raise info.error(cnode, f"cannot read autotune data: {exc}") from None
+    if not isinstance(configs, (list, tuple)) or not all(isinstance(c, ConfigSpec) for c in configs):
+        raise info.error(cnode, "autotune configs must be a list of triton.Config(...)")
+    if not isinstance(key, (list, tuple)) or not all(isinstance(k, str) for k in key):
+        raise info.error(kw["key"], "autotune key must be a list of argument names")
+    return AutotuneSpec(list(configs), list(key))
+
+
+def _refuse_pre_hooks(node: ast.AST, info: SourceInfo) -> None:
+    """Before evaluating: a pre_hook (a name, a lambda) is host code; say so at its place."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.keyword) and sub.arg == "pre_hook" and not _is_none(sub.value):
+            raise info.error(sub.value, "triton.Config(pre_hook=...) is not supported (the hook is host code and is "
+                             "not run: prepare the buffers before the launch)", UnsupportedSyntaxError)
+
+
+def _check_prune(node: ast.expr, info: SourceInfo) -> None:
+    """prune_configs_by: `perf_model` / `top_k` only narrow which configs get timed, so ignoring them (timing
+    every config) picks at least as well; `early_config_prune` is host code that may drop configs that would be
+    wrong for the arguments, so it is refused rather than ignored."""
+    if not isinstance(node, ast.Dict) or not all(isinstance(k, ast.Constant) for k in node.keys):
+        raise info.error(node, "prune_configs_by must be a dict literal {'perf_model': ..., 'top_k': ...}",
+                         UnsupportedSyntaxError)
+    keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    if "early_config_prune" in keys:
+        raise info.error(node, "prune_configs_by={'early_config_prune': ...} is not supported (the pruning function "
+                         "is host code; list only the configs that apply)", UnsupportedSyntaxError)
+    unknown = keys - {"perf_model", "top_k"}
+    if unknown:
+        raise info.error(node, f"prune_configs_by has unknown keys {sorted(map(str, unknown))}", UnsupportedSyntaxError)
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _config_list_node(node: ast.expr, mod: ModuleInfo) -> ast.expr:
+    """A configs list may be written in place or named (a module-level list)."""
+    if isinstance(node, ast.Name) and node.id in mod.global_nodes:
+        return mod.global_nodes[node.id]
+    return node
+
+
+def _config_builder(node: ast.expr, mod: ModuleInfo) -> ast.FunctionDef | None:
+    """`configs=get_configs()`: a module-level function that builds the list (run by literal.run_builder)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args and not node.keywords:
+        return mod.other_functions.get(node.func.id)
+    return None
+
+
+def _read_heuristics(d: ast.Call, info: SourceInfo) -> dict[str, str]:
+    given = list(d.args) + [k.value for k in d.keywords if k.arg == "values"]
+    if len(given) != 1 or len(d.keywords) > (0 if d.args else 1) or not isinstance(given[0], ast.Dict):
+        raise info.error(d, "@triton.heuristics takes one dict literal {name: lambda args: ...}")
+    table = given[0]
+    out: dict[str, str] = {}
+    for k, v in zip(table.keys, table.values, strict=False):
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+            raise info.error(k or d, "heuristics keys must be parameter names as strings")
+        if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
+            raise info.error(v, "heuristics values must be lambdas of one argument (lambda args: ...)")
+        out[k.value] = ast.unparse(v)
+    return out
+
+
+# ---- parameters and key -------------------------------------------------------------------------
+
+
+def read_params(fn: ast.FunctionDef, mod: ModuleInfo, env: dict, info: SourceInfo) -> list[KernelParam]:
+    a = fn.args
+    if a.vararg or a.kwarg or a.kwonlyargs:
+        raise info.error(fn, "kernels take plain parameters (no *args, **kwargs or keyword-only)", UnsupportedSyntaxError)
+    params = a.posonlyargs + a.args
+    defaults: list[ast.expr | None] = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
+    out = []
+    for p, dflt in zip(params, defaults, strict=False):
+        ann = ast.unparse(p.annotation) if p.annotation is not None else None
+        is_cx = p.annotation is not None and is_constexpr_annotation(p.annotation, mod)
+        value = None
+        if dflt is not None:
+            try:
+                value = LiteralEvaluator(env, _config_hook, mod.dotted, dtype_attr).eval(dflt)
+            except FoldError as exc:
+                raise info.error(dflt, f"default of '{p.arg}' must be a literal: {exc}") from None
+        out.append(KernelParam(p.arg, is_cx, dflt is not None, value, ann))
+    return out
+
+
+def is_constexpr_annotation(node: ast.expr, mod: ModuleInfo) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split(".")[-1] == "constexpr"
+    return mod.dotted(node) == "triton.language.constexpr"
+
+
+def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
+def canonical_dump(fn: ast.FunctionDef) -> str:
+    clean = copy.copy(fn)  # shallow: only `body` is replaced, and ast.dump reads the children
+    clean.body = _strip_docstring(clean.body) or [ast.Pass()]
+    return ast.dump(clean, annotate_fields=True, include_attributes=False)
+
+
+def kernel_key(kernel: ast.FunctionDef, helpers: list[ast.FunctionDef], mod: ModuleInfo,
+               autotune: AutotuneSpec | None, heuristics: dict[str, str]) -> str:
+    h = hashlib.sha256(FRONTEND_VERSION.encode())
+    names: set[str] = set()
+    for fn in [kernel, *helpers]:
+        h.update(canonical_dump(fn).encode())
+        names |= called_names(fn)
+    for name in sorted(names & set(mod.global_nodes)):
+        h.update(f"global {name}=".encode() + ast.dump(mod.global_nodes[name]).encode())
+    for name in sorted(names & set(mod.aliases)):
+        h.update(f"alias {name}={canonical_module(mod.aliases[name])}".encode())
+    data = {
+        "autotune": None if autotune is None else {
+            "configs": [[_jsonable(c.kwargs), c.num_warps, c.num_stages] for c in autotune.configs],
+            "key": autotune.key},
+        "heuristics": heuristics,
+    }
+    h.update(json.dumps(data, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def read_kernel(source: str, name: str | None = None, *, filename: str = "<source>",
+                budgets: Budgets | None = None) -> KernelSource:
+    """Read a kernel (and what it reaches) from Triton-language source, without executing any of it."""
+    budgets = budgets or Budgets()
+    tree = parse_source(source, filename, budgets)
+    info = SourceInfo(source, filename)
+    mod = scan_module(tree, info)
+    kernel = pick_kernel(mod, name, info)
+    env = literal_env(mod, info)
+    autotune, heuristics = read_decorators(kernel, mod, env, info)
+    params = read_params(kernel, mod, env, info)
+    helpers = reachable_helpers(kernel, mod)
+    key = kernel_key(kernel, helpers, mod, autotune, heuristics)
+    return KernelSource(kernel.name, key, params, autotune, heuristics, filename, budgets, tree, mod, info)

@@ -1,0 +1,150 @@
+"""The compile pipeline: source or tile IR -> an Artifact, as an ordered list of named stages per target.
+
+Each stage is `(ir, metadata) -> next ir`; `emit` names the stage to stop after. The cpu target runs
+`tir -> llir -> object`; the cuda backend registers its own list (`tir -> gpu-tir -> llir -> ptx -> cubin`)
+in STAGES under the key "cuda" (see register_target).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .artifact import Artifact, CompileOptions, compiler_version, parse_target
+from .errors import CompileError
+from .ir import Module, parse_module, print_module, verify_module
+
+Stage = Callable[[Any, dict], Any]
+STAGES: dict[str, list[tuple[str, Stage]]] = {}
+
+
+def register_target(kind: str, stages: list[tuple[str, Stage]]) -> None:
+    """Install the stage list of a target kind ("cpu", "cuda"); the first stage must be "tir"."""
+    if not stages or stages[0][0] != "tir":
+        raise ValueError("a target's stages start with 'tir'")
+    STAGES[kind] = stages
+
+
+def run_passes(module: Module) -> Module:
+    """The machine-independent pipeline ("default"), when the passes package provides it."""
+    try:
+        from .passes import PassManager, pipeline
+    except ImportError:
+        return module
+    return PassManager.from_names(pipeline("default")).run(module)
+
+
+def _tir_stage(module: Module, meta: dict) -> Module:
+    module = run_passes(module)
+    verify_module(module)
+    meta["tir"] = print_module(module)
+    return module
+
+
+def _cpu_llir(module: Module, meta: dict) -> str:
+    from .codegen.cpu import lower_module
+
+    ll, info = lower_module(module, meta["kernel_name"])
+    meta.update(info)
+    return str(ll)
+
+
+def _cpu_object(llir: str, meta: dict) -> bytes:
+    from .codegen.cpu import emit_object, optimise
+
+    opt = meta["options"].opt_level
+    mod = optimise(llir, opt)
+    meta["llir_optimised"] = str(mod)
+    return emit_object(mod, opt)
+
+
+register_target("cpu", [("tir", _tir_stage), ("llir", _cpu_llir), ("object", _cpu_object)])
+
+
+def _register_cuda() -> None:
+    from .codegen.cuda import stages  # the cuda backend's stage list (compiler/codegen/cuda.py)
+
+    register_target("cuda", stages())
+
+
+_register_cuda()
+
+
+def frontend_module(
+    source: str, name: str | None, signature: dict, constexprs: dict, hints: dict | None
+) -> Module:
+    from .frontend import build_ir, read_kernel
+
+    ks = read_kernel(source, name)
+    return build_ir(ks, signature, constexprs, hints=hints)
+
+
+def ir_module(text: str, hints: dict | None) -> Module:
+    module = parse_module(text)
+    verify_module(module)
+    for k in module.kernels:
+        for p in k.params:
+            p.attrs.update((hints or {}).get(p.name, {}))
+    return module
+
+
+def compile_kernel(
+    source_or_ir: str,
+    name: str | None,
+    *,
+    signature: dict[str, str] | None = None,
+    constexprs: dict | None = None,
+    hints: dict | None = None,
+    options: CompileOptions = CompileOptions(),
+    emit: str | None = None,
+    is_ir: bool = False,
+) -> Artifact:
+    """Compile Triton-language source (or tile IR text when is_ir) down to the stage named by `emit`."""
+    try:
+        kind, _ = parse_target(options.target)
+    except ValueError as exc:
+        raise CompileError(str(exc)) from None
+    stages = STAGES.get(kind)
+    if stages is None:
+        raise CompileError(f"target {options.target!r} has no backend installed here")
+    names = [n for n, _ in stages]
+    emit = emit or names[-1]
+    if emit not in names:
+        raise CompileError(f"target {options.target} emits one of {names}, not {emit!r}")
+    if is_ir:
+        module = ir_module(source_or_ir, hints)
+    else:
+        module = frontend_module(source_or_ir, name, signature or {}, constexprs or {}, hints)
+    if name is None and len(module.kernels) == 1:
+        name = module.kernels[0].name
+    meta: dict[str, Any] = {"kernel_name": name, "options": options}
+    ir_now: Any = module
+    outputs: dict[str, Any] = {}
+    for stage_name, stage in stages:
+        ir_now = stage(ir_now, meta)
+        outputs[stage_name] = ir_now
+        if stage_name == emit:
+            break
+    return _artifact(options, meta, outputs, emit)
+
+
+def _artifact(options: CompileOptions, meta: dict, outputs: dict, emit: str) -> Artifact:
+    binary = outputs.get(emit) if emit in ("object", "cubin") else b""
+    llir = meta.pop("llir_optimised", None) or outputs.get("llir", "")
+    ptx = outputs.get("ptx", "")
+    tir = meta.pop("tir", "")
+    name = meta.pop("kernel_name")
+    options_dict = {"target": options.target, "opt_level": options.opt_level, "hash": options.stable_hash()}
+    meta.pop("options")
+    meta["options"] = options_dict
+    meta["emit"] = emit
+    return Artifact(
+        target=options.target,
+        kernel_name=name or "",
+        binary=binary or b"",
+        tir=tir,
+        llir=llir if isinstance(llir, str) else "",
+        ptx=ptx if isinstance(ptx, str) else "",
+        metadata=meta,
+        compiler_version=compiler_version(),
+    )

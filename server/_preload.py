@@ -1,0 +1,22 @@
+"""Imported once by the compile forkserver, so each forked compile child starts warm.
+
+A part of the compiler that is missing or broken is skipped here; the child reports it per task.
+"""
+
+import importlib
+
+_MODULES = (
+    "server.worker",
+    "compiler.frontend",
+    "compiler.passes",
+    "compiler.pipeline",
+    "compiler.codegen.cpu",
+    "compiler.codegen.cuda",
+    "compiler.codegen.cuda_lower",
+    "cuda.bindings.nvjitlink",
+)
+for _name in _MODULES:
+    try:
+        importlib.import_module(_name)
+    except Exception:  # noqa: BLE001, S112 - a missing piece only costs a slower first compile
+        continue

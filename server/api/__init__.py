@@ -1,0 +1,1 @@
+"""The HTTP API: dependencies (deps.py) and one router per resource (routes/)."""

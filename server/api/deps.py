@@ -1,0 +1,110 @@
+"""Annotated dependencies: the app state, settings, a database session, and token checks by scope."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from .. import errors as E
+from ..db import crud
+from ..settings import Settings
+from ..state import AppState
+
+# each scope includes the ones after it: admin > submit > read
+SCOPE_IMPLIES = {"admin": {"admin", "submit", "read"}, "submit": {"submit", "read"}, "read": {"read"}}
+_bearer = HTTPBearer(auto_error=False, description="a tilec token (tilec token create --scope read)")
+
+
+async def get_state(request: Request) -> AppState:
+    return request.app.state.tilec
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+
+
+async def get_settings(request: Request) -> Settings:
+    return request.app.state.tilec.settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """A session whose transaction commits when the route returns (rolled back if it raises)."""
+    with request.app.state.tilec.rw() as session, session.begin():
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_read_session(request: Request) -> Iterator[Session]:
+    """A read-only session (on SQLite a deferred BEGIN, so reads never wait for the write lock)."""
+    with request.app.state.tilec.ro() as session, session.begin():
+        yield session
+
+
+ReadSessionDep = Annotated[Session, Depends(get_read_session)]
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    id: int | None
+    scopes: frozenset[str]
+
+
+ANONYMOUS = TokenInfo(id=None, scopes=frozenset(SCOPE_IMPLIES["admin"]))
+
+
+def _unauthorized(detail: str) -> E.ApiError:
+    return E.ApiError(401, E.UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def _token_info(state: AppState, token: str) -> TokenInfo | None:
+    cached = state.tokens.get(token)
+    if cached is not None:
+        return cached
+    epoch = state.token_epoch
+
+    def find(session: Session) -> TokenInfo | None:
+        row = crud.find_token(session, token=token)
+        if row is None:
+            return None
+        granted: set[str] = set()
+        for scope in row.scopes:
+            granted |= SCOPE_IMPLIES.get(scope, set())
+        return TokenInfo(id=row.id, scopes=frozenset(granted))
+
+    info = await state.read(find)
+    if info is not None and state.token_epoch == epoch:  # no revoke committed while we read
+        state.tokens.put(token, info)
+    return info
+
+
+def require(scope: str) -> Any:
+    async def check(request: Request, cred: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> TokenInfo:
+        state: AppState = request.app.state.tilec
+        if not state.settings.auth_enabled:
+            return ANONYMOUS
+        if cred is None or not cred.credentials:
+            raise _unauthorized(E.MSG_MISSING_TOKEN)
+        if len(cred.credentials) > 200:
+            raise _unauthorized(E.MSG_BAD_TOKEN)
+        info = await _token_info(state, cred.credentials)
+        if info is None:
+            raise _unauthorized(E.MSG_BAD_TOKEN)
+        if scope not in info.scopes:
+            raise E.ApiError(403, E.FORBIDDEN, E.MSG_MISSING_SCOPE.format(scope=scope))
+        return info
+
+    return Depends(check)
+
+
+TokenDep = Annotated[TokenInfo, require("read")]
+SubmitTokenDep = Annotated[TokenInfo, require("submit")]
+AdminTokenDep = Annotated[TokenInfo, require("admin")]

@@ -1,0 +1,33 @@
+"""POST /v1/kernels (source or IR -> kernel key, params, IR when it can be built); GET /v1/kernels/{key}."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ... import errors as E
+from ...db import crud
+from ...schemas import ErrorPublic, KernelCreate, KernelPublic
+from ...service import _input, kernel_public, register_kernel
+from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+
+router = APIRouter(prefix="/kernels", tags=["kernels"])
+
+
+@router.post("", response_model=KernelPublic, responses={413: {"model": ErrorPublic}, 422: {"model": ErrorPublic}})
+async def create_kernel(body: KernelCreate, state: StateDep, token: SubmitTokenDep) -> KernelPublic:
+    """Read a kernel. For source, `ir` is built when a signature is given and every constexpr has a
+    default; otherwise the params (constexprs with their defaults) and autotune configs say what a
+    compile needs. The same kernel twice gives the same key."""
+    kind, text = _input(body, state)
+    row, created = await register_kernel(
+        state, kind=kind, text=text, name=body.name, signature=body.signature, token_id=token.id
+    )
+    return kernel_public(row, created=created)
+
+
+@router.get("/{key}", response_model=KernelPublic, responses={404: {"model": ErrorPublic}})
+def get_kernel(key: str, session: ReadSessionDep, _token: TokenDep) -> KernelPublic:
+    row = crud.get_kernel(session, key=key)
+    if row is None:
+        raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=key), missing="kernel")
+    return kernel_public(row)

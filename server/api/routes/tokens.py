@@ -1,0 +1,42 @@
+"""/v1/tokens (admin): create a bearer token (the plain token is shown once, stored hashed), list
+them, revoke one.
+
+A revoked token is refused at once by the replica that revoked it (its in-process token cache is
+invalidated); other replicas may accept it from their cache for up to TILEC_TOKEN_CACHE_TTL_S.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Path
+
+from ... import errors as E
+from ...db import crud
+from ...schemas import ErrorPublic, TokenCreate, TokenPublic
+from ..deps import AdminTokenDep, StateDep
+
+router = APIRouter(prefix="/tokens", tags=["tokens"])
+TOKEN_ID = Path(ge=1, le=2**31 - 1)  # the column is a 32-bit integer
+
+
+@router.post("", response_model=TokenPublic, status_code=201)
+async def create_token(body: TokenCreate, state: StateDep, _token: AdminTokenDep) -> TokenPublic:
+    plain, row = await state.write(
+        lambda s: crud.create_token(s, scopes=list(body.scopes), description=body.description)
+    )
+    return TokenPublic.model_validate(row, from_attributes=True).model_copy(update={"token": plain})
+
+
+@router.get("", response_model=list[TokenPublic])
+async def list_tokens(state: StateDep, _token: AdminTokenDep) -> list[TokenPublic]:
+    rows = await state.read(lambda s: crud.list_tokens(s))
+    return [TokenPublic.model_validate(row, from_attributes=True) for row in rows]
+
+
+@router.delete("/{token_id}", response_model=TokenPublic, responses={404: {"model": ErrorPublic}})
+async def revoke_token(state: StateDep, _token: AdminTokenDep, token_id: int = TOKEN_ID) -> TokenPublic:
+    """Revoke a token (revoking it again keeps the first revoked_at)."""
+    row = await state.write(lambda s: crud.revoke_token(s, token_id=token_id))
+    if row is None:
+        raise E.ApiError(404, E.NOT_FOUND, E.MSG_TOKEN_NOT_FOUND.format(id=token_id), missing="token")
+    state.forget_token(token_id)
+    return TokenPublic.model_validate(row, from_attributes=True)

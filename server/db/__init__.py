@@ -1,0 +1,1 @@
+"""The SQL cache: typed models, engines (SQLite embedded, PostgreSQL for teams), migrations, queries."""

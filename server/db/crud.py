@@ -1,0 +1,212 @@
+"""Database access: small keyword-only functions, idempotent upserts (ON CONFLICT on both dialects).
+
+Monotonic upserts keep concurrent writers correct without locks: a trial's time and a tuning
+result's best time only ever go down, so whichever writer commits last, the best trial wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import Connection, Row, Select, bindparam, func, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, defer
+
+from .models import Artifact, Kernel, Token, Trial, TuningResult, utcnow
+
+ARTIFACT_TEXT_COLUMNS = (Artifact.binary, Artifact.tir, Artifact.llir, Artifact.ptx)
+
+
+def stable_hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def tuning_key(*, kernel_key: str, key: str, dtypes: str, target: str) -> str:
+    return stable_hash({"kernel": kernel_key, "key": key, "dtypes": dtypes, "target": target})
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _insert(session: Session, table):  # noqa: ANN001, ANN202 - a dialect's Insert
+    dialect = session.get_bind().dialect.name
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table.__table__)
+
+
+def ping(conn: Connection) -> None:
+    conn.execute(text("SELECT 1"))
+
+
+# kernels
+
+
+def get_kernel(session: Session, *, key: str) -> Kernel | None:
+    return session.get(Kernel, key)
+
+
+def kernel_exists(conn: Connection, *, key: str) -> bool:
+    kernels = Kernel.__table__
+    return conn.execute(select(kernels.c.key).where(kernels.c.key == key)).first() is not None
+
+
+def find_kernel_by_input(session: Session, *, input_sha256: str) -> Kernel | None:
+    return session.scalars(select(Kernel).where(Kernel.input_sha256 == input_sha256).limit(1)).first()
+
+
+def add_kernel(session: Session, *, values: dict[str, Any]) -> bool:
+    """Insert a kernel unless its key is there; True when this call created it."""
+    values = {**values, "created_at": utcnow()}
+    stmt = _insert(session, Kernel).values(**values).on_conflict_do_nothing(index_elements=["key"])
+    return session.execute(stmt.returning(Kernel.__table__.c.key)).first() is not None
+
+
+# artifacts
+
+
+def artifact_meta_query(key: str) -> Select:
+    return select(Artifact).where(Artifact.key == key).options(*(defer(c) for c in ARTIFACT_TEXT_COLUMNS))
+
+
+def get_artifact(session: Session, *, key: str) -> Artifact | None:
+    """The whole row, binary and texts included."""
+    return session.get(Artifact, key)
+
+
+def get_artifact_meta(session: Session, *, key: str) -> Artifact | None:
+    return session.scalars(artifact_meta_query(key)).first()
+
+
+def _form_statement(column: str) -> Select:
+    artifacts = Artifact.__table__
+    return select(artifacts.c[column], artifacts.c.sha256, artifacts.c.target).where(artifacts.c.key == bindparam("key"))
+
+
+_FORM_QUERIES = {column: _form_statement(column) for column in ("binary", "tir", "llir", "ptx")}
+
+
+def get_artifact_form(conn: Connection, *, key: str, column: str) -> tuple[Any, str, str] | None:
+    """(the column's value, the stored sha256 of the binary, the target) or None; one prebuilt query."""
+    row = conn.execute(_FORM_QUERIES[column], {"key": key}).first()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def artifact_kernels(session: Session, *, keys: set[str]) -> dict[str, str]:
+    """artifact key -> its kernel's key, for those of `keys` that exist (one indexed query)."""
+    if not keys:
+        return {}
+    return dict(session.execute(select(Artifact.key, Artifact.kernel_key).where(Artifact.key.in_(keys))).all())
+
+
+def put_artifact(session: Session, *, values: dict[str, Any]) -> None:
+    """Binary and metadata in one row; a second writer of the same key rewrites identical content
+    (and replaces a row whose binary no longer matches its sha256)."""
+    values = {**values, "created_at": utcnow()}
+    stmt = _insert(session, Artifact).values(**values)
+    update = {k: stmt.excluded[k] for k in values if k not in ("key", "created_at")}
+    session.execute(stmt.on_conflict_do_update(index_elements=["key"], set_=update))
+
+
+# tuning results
+
+
+def record_trials(
+    session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: str, target: str, trials: list[dict]
+) -> None:
+    best = min(trials, key=lambda t: t["time_ms"])
+    head = _insert(session, TuningResult).values(
+        tuning_key=tkey,
+        kernel_key=kernel_key,
+        key_values=key,
+        dtypes=dtypes,
+        target=target,
+        best_config=best["config"],
+        best_time_ms=best["time_ms"],
+        artifact_key=best.get("artifact_key"),
+        updated_at=utcnow(),
+    )
+    session.execute(
+        head.on_conflict_do_update(
+            index_elements=["tuning_key"],
+            set_={c: head.excluded[c] for c in ("best_config", "best_time_ms", "artifact_key", "updated_at")},
+            where=TuningResult.best_time_ms > head.excluded.best_time_ms,
+        )
+    )
+    for trial in trials:
+        stmt = _insert(session, Trial).values(tuning_key=tkey, created_at=utcnow(), **trial)
+        cols = ("time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz")
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["tuning_key", "config_hash"],
+                set_={c: stmt.excluded[c] for c in cols},
+                where=Trial.time_ms > stmt.excluded.time_ms,
+            )
+        )
+
+
+def _lookup_statement() -> Select:
+    """Built once: the tuning result, its trial count and its artifact's metadata (columns prefixed
+    `artifact_`), by primary key, outer-joined; plain Core columns, so no ORM objects are made."""
+    results, artifacts, trials = TuningResult.__table__, Artifact.__table__, Trial.__table__
+    count = select(func.count()).where(trials.c.tuning_key == results.c.tuning_key).scalar_subquery()
+    meta = [artifacts.c[name].label("artifact_" + name) for name in ARTIFACT_META]
+    return (
+        select(*(results.c[name] for name in LOOKUP_RESULT), count.label("trials"), *meta)
+        .select_from(results.outerjoin(artifacts, artifacts.c.key == results.c.artifact_key))
+        .where(results.c.tuning_key == bindparam("tkey"))
+    )
+
+
+LOOKUP_RESULT = ("tuning_key", "kernel_key", "key_values", "dtypes", "target", "best_config", "best_time_ms")
+ARTIFACT_META = ("key", "kernel_key", "kernel_name", "target", "emit", "compiler_version", "sha256", "size", "meta",
+                 "config")
+_LOOKUP = _lookup_statement()
+
+
+def lookup(conn: Connection, *, tkey: str) -> tuple[Row, SimpleNamespace | None] | None:
+    """The best config of a tuning key with its trial count, and its artifact's metadata (attributes
+    named as on Artifact) or None: one query over two primary keys and the trials' unique index."""
+    row = conn.execute(_LOOKUP, {"tkey": tkey}).first()
+    if row is None:
+        return None
+    m = row._mapping
+    if m["artifact_key"] is None:
+        return row, None
+    return row, SimpleNamespace(**{name: m["artifact_" + name] for name in ARTIFACT_META})
+
+
+def get_trials(session: Session, *, tkey: str) -> list[Trial]:
+    return list(session.scalars(select(Trial).where(Trial.tuning_key == tkey).order_by(Trial.time_ms)).all())
+
+
+# tokens
+
+
+def create_token(session: Session, *, scopes: list[str], description: str = "") -> tuple[str, Token]:
+    plain = "tlc_" + secrets.token_urlsafe(32)
+    row = Token(token_hash=hash_token(plain), scopes=sorted(set(scopes)), description=description)
+    session.add(row)
+    session.flush()
+    return plain, row
+
+
+def list_tokens(session: Session) -> list[Token]:
+    return list(session.scalars(select(Token).order_by(Token.id)).all())
+
+
+def revoke_token(session: Session, *, token_id: int) -> Token | None:
+    """Mark a token revoked (once: a second revoke keeps the first time); None if there is no such token."""
+    row = session.get(Token, token_id)
+    if row is not None and row.revoked_at is None:
+        row.revoked_at = utcnow()
+        session.flush()
+    return row
+
+
+def find_token(session: Session, *, token: str) -> Token | None:
+    row = session.scalars(select(Token).where(Token.token_hash == hash_token(token))).first()
+    return None if row is None or row.revoked_at is not None else row

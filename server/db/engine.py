@@ -1,0 +1,83 @@
+"""Engines for the two backends.
+
+SQLite: WAL, a busy timeout, and write transactions begun IMMEDIATE (so concurrent writers wait for
+the lock instead of failing with "database is locked"); read-only sessions begin deferred.
+PostgreSQL: a short connect timeout and pre-ping, so an outage is noticed within a second or two.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+READONLY = "tilec_readonly"
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def sqlite_path(url: str) -> Path | None:
+    db = make_url(url).database
+    return Path(db) if db and db != ":memory:" else None
+
+
+def make_engine(url: str, *, connect_timeout_s: float = 1.0, pool_size: int = 8) -> Engine:
+    if is_sqlite(url):
+        return _sqlite_engine(url, pool_size=pool_size)
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=max(connect_timeout_s, 1.0),
+        connect_args={"connect_timeout": max(1, math.ceil(connect_timeout_s))},
+    )
+
+
+def _sqlite_engine(url: str, *, pool_size: int) -> Engine:
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        connect_args={"check_same_thread": False, "timeout": 30},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI connection
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:  # noqa: ANN001 - sqlalchemy Connection
+        readonly = conn.get_execution_options().get(READONLY, False)
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def reader_engine(engine: Engine) -> Engine:
+    """The engine for single-statement reads: autocommit on PostgreSQL; on SQLite a deferred BEGIN
+    (our begin hook sends it; autocommit there would leave that transaction open)."""
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(**{READONLY: True})
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def session_factories(engine: Engine) -> tuple[sessionmaker[Session], sessionmaker[Session]]:
+    """(read-write, read-only) session makers over one engine and one pool."""
+    rw = sessionmaker(engine, expire_on_commit=False)
+    ro = sessionmaker(engine.execution_options(**{READONLY: True}), expire_on_commit=False)
+    return rw, ro

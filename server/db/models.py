@@ -1,0 +1,102 @@
+"""The tables: kernels, artifacts (binary + metadata in one row), tuning results, their trials, tokens.
+
+A tune-jobs table (a later issue) will reference kernels and tuning results by key; nothing here
+assumes that results only come from the tuning-results route.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .base import Base
+
+KEY = String(64)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Kernel(Base):
+    __tablename__ = "kernels"
+
+    key: Mapped[str] = mapped_column(KEY, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(8))  # "source" | "ir"
+    source: Mapped[str | None] = mapped_column(Text)
+    ir: Mapped[str | None] = mapped_column(Text)
+    input_sha256: Mapped[str] = mapped_column(KEY, index=True)  # of (kind, requested name, text) as sent
+    info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # params, autotune, heuristics
+    submitted_by: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Artifact(Base):
+    __tablename__ = "artifacts"
+
+    key: Mapped[str] = mapped_column(KEY, primary_key=True)
+    kernel_key: Mapped[str] = mapped_column(ForeignKey("kernels.key", ondelete="CASCADE"), index=True)
+    kernel_name: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(String(32))
+    emit: Mapped[str] = mapped_column(String(8))
+    compiler_version: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # signature, constexprs, hints: enough to rebuild
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    binary: Mapped[bytes] = mapped_column(LargeBinary)
+    tir: Mapped[str] = mapped_column(Text, default="")
+    llir: Mapped[str] = mapped_column(Text, default="")
+    ptx: Mapped[str] = mapped_column(Text, default="")
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # launch metadata
+    sha256: Mapped[str] = mapped_column(KEY)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TuningResult(Base):
+    """The best config for a tuning key; a cache of the minimum over its trials."""
+
+    __tablename__ = "tuning_results"
+
+    tuning_key: Mapped[str] = mapped_column(KEY, primary_key=True)
+    kernel_key: Mapped[str] = mapped_column(ForeignKey("kernels.key", ondelete="CASCADE"), index=True)
+    key_values: Mapped[str] = mapped_column(String(1000))
+    dtypes: Mapped[str] = mapped_column(String(1000))
+    target: Mapped[str] = mapped_column(String(32))
+    best_config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    best_time_ms: Mapped[float] = mapped_column(Float)
+    artifact_key: Mapped[str | None] = mapped_column(ForeignKey("artifacts.key", ondelete="SET NULL"), index=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Trial(Base):
+    """One benchmark of one config for one tuning key; re-runs keep the best time."""
+
+    __tablename__ = "trials"
+    __table_args__ = (UniqueConstraint("tuning_key", "config_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tuning_key: Mapped[str] = mapped_column(ForeignKey("tuning_results.tuning_key", ondelete="CASCADE"))
+    config_hash: Mapped[str] = mapped_column(KEY)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    time_ms: Mapped[float] = mapped_column(Float)
+    artifact_key: Mapped[str | None] = mapped_column(ForeignKey("artifacts.key", ondelete="SET NULL"), index=True)
+    gpu_model: Mapped[str | None] = mapped_column(String(200))
+    driver_version: Mapped[str | None] = mapped_column(String(100))
+    sm_clock_mhz: Mapped[int | None] = mapped_column(Integer)
+    mem_clock_mhz: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Token(Base):
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    token_hash: Mapped[str] = mapped_column(KEY, unique=True)
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    description: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,72 @@
+"""The service's refusals: error codes and messages shared by the routes and the tests.
+
+Every refusal is an ApiError, rendered as `{"error": code, "detail": message, ...}` with a 4xx/503 status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# codes
+BAD_REQUEST = "bad_request"
+INVALID_REQUEST = "invalid_request"
+NOT_FOUND = "not_found"
+UNAUTHORIZED = "unauthorized"
+FORBIDDEN = "forbidden"
+BODY_TOO_LARGE = "body_too_large"
+SOURCE_TOO_LARGE = "source_too_large"
+COMPILE_ERROR = "compile_error"
+COMPILE_TIMEOUT = "compile_timeout"
+COMPILE_MEMORY = "compile_memory"
+COMPILE_FAILED = "compile_failed"
+NOT_AVAILABLE = "not_available"
+TOO_MANY_CONFIGS = "too_many_configs"
+TOO_MANY_TRIALS = "too_many_trials"
+BAD_TARGET = "bad_target"
+UNKNOWN_ARTIFACT = "unknown_artifact"
+DB_UNAVAILABLE = "database_unavailable"
+METHOD_NOT_ALLOWED = "method_not_allowed"
+INTERNAL = "internal"
+
+# messages
+MSG_MISSING_TOKEN = "a bearer token is required"
+MSG_BAD_TOKEN = "the bearer token is not valid"
+MSG_MISSING_SCOPE = "the token lacks the {scope!r} scope"
+MSG_BODY_TOO_LARGE = "the request body is over {limit} bytes"
+MSG_SOURCE_TOO_LARGE = "the source is over {limit} bytes"
+MSG_TOO_MANY_CONFIGS = "{n} configs is over the limit of {limit}"
+MSG_TOO_MANY_TRIALS = "{n} trials is over the limit of {limit}"
+MSG_ONE_INPUT = "give exactly one of kernel_key, source or ir"
+MSG_KERNEL_NOT_FOUND = "no kernel with key {key}"
+MSG_TOKEN_NOT_FOUND = "no token {id}"
+MSG_ARTIFACT_NOT_FOUND = "no artifact {id}"
+MSG_TRIAL_ARTIFACT_NOT_FOUND = "trial {index}: no artifact {id}"
+MSG_TRIAL_ARTIFACT_OTHER_KERNEL = "trial {index}: artifact {id} is a build of kernel {other}, not of {kernel}"
+MSG_FORM_NOT_FOUND = "artifact {id} has no {form}"
+MSG_NO_TUNING_RESULT = "no tuning result for kernel {kernel}, key {key!r}, dtypes {dtypes!r}, target {target}"
+MSG_COMPILE_TIMEOUT = "the compile took longer than {limit} s and was stopped"
+MSG_COMPILE_MEMORY = "the compile went over the memory limit of {limit} MB and was stopped"
+MSG_COMPILE_CRASHED = "the compile process died ({reason})"
+MSG_PIPELINE_MISSING = "this server's compiler cannot emit {emit!r} yet (compiler.pipeline is not available)"
+MSG_FRONTEND_MISSING = "this server's compiler cannot read kernel source yet (compiler.frontend is not available)"
+MSG_REBUILD_FAILED = "artifact {id} no longer matches its sha256 and could not be rebuilt; retry later"
+MSG_DB_UNAVAILABLE = "the database is unavailable; retry later"
+MSG_NOT_FOUND = "not found"
+MSG_INTERNAL = "internal error"
+
+
+class ApiError(Exception):
+    """A refusal with an HTTP status, an error code, a message and optional extra JSON fields."""
+
+    def __init__(
+        self, status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers or {}
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.code, "detail": self.detail, **self.extra}

@@ -1,0 +1,281 @@
+"""The work behind the routes: registering kernels and compiling them through the pool, with the
+database as the cache. Routes stay thin; this module turns pool failures into ApiErrors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from compiler.artifact import artifact_key, compiler_version, parse_target
+
+from . import errors as E
+from .db import crud
+from .db.models import Artifact, Kernel
+from .pool import TaskFailed
+from .schemas import ArtifactPublic, CompileCreate, ConfigSpec, KernelCreate, KernelPublic
+from .state import AppState
+
+BINARY_FORM = {"cuda": "cubin", "cpu": "object"}
+FORMS = ("cubin", "object", "ptx", "llir", "tir")
+FORM_COLUMN = {"cubin": "binary", "object": "binary", "ptx": "ptx", "llir": "llir", "tir": "tir"}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def normalize_config(config: ConfigSpec) -> dict[str, Any]:
+    return {
+        "kwargs": dict(sorted(config.kwargs.items())),
+        "num_warps": config.num_warps or 4,
+        "num_stages": config.num_stages or 3,
+    }
+
+
+def check_target(target: str) -> str:
+    try:
+        return parse_target(target)[0]
+    except ValueError as exc:
+        raise E.ApiError(422, E.BAD_TARGET, str(exc)) from exc
+
+
+def task_error(exc: TaskFailed, state: AppState) -> E.ApiError:
+    s = state.settings
+    if exc.kind == "compile":
+        info = dict(exc.info)
+        return E.ApiError(422, E.COMPILE_ERROR, info.pop("message", "compile error"), **info)
+    if exc.kind == "timeout":
+        return E.ApiError(422, E.COMPILE_TIMEOUT, E.MSG_COMPILE_TIMEOUT.format(limit=s.compile_timeout_s))
+    if exc.kind == "memory":
+        return E.ApiError(422, E.COMPILE_MEMORY, E.MSG_COMPILE_MEMORY.format(limit=s.compile_memory_mb))
+    if exc.kind == "unavailable":
+        msg = E.MSG_FRONTEND_MISSING if exc.info == "frontend" else E.MSG_PIPELINE_MISSING.format(emit="binary")
+        return E.ApiError(422, E.NOT_AVAILABLE, msg)
+    if exc.kind == "tool":
+        return E.ApiError(422, E.COMPILE_FAILED, f"{exc.info['tool']} failed", **exc.info)
+    if exc.kind == "crash":
+        return E.ApiError(422, E.COMPILE_FAILED, E.MSG_COMPILE_CRASHED.format(reason=exc.info))
+    return E.ApiError(422, E.COMPILE_FAILED, f"internal compiler error: {exc.info}")
+
+
+async def run_task(state: AppState, task: str, kwargs: dict) -> Any:
+    start = time.perf_counter()
+    outcome = "ok"
+    try:
+        return await state.pool.run(task, kwargs)
+    except TaskFailed as exc:
+        outcome = exc.kind
+        raise task_error(exc, state) from exc
+    finally:
+        state.metrics.compiles.labels(task, outcome).inc()
+        state.metrics.compile_seconds.labels(task).observe(time.perf_counter() - start)
+
+
+# kernels
+
+
+def _input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[str, str]:
+    given = [k for k in ("source", "ir") if getattr(body, k) is not None]
+    if isinstance(body, CompileCreate) and body.kernel_key is not None:
+        given.append("kernel_key")
+    if len(given) != 1:
+        raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_ONE_INPUT)
+    kind = given[0]
+    if kind == "kernel_key":
+        return kind, body.kernel_key or ""
+    text = getattr(body, kind)
+    limit = state.settings.max_source_bytes
+    if len(text.encode()) > limit:
+        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    return kind, text
+
+
+def kernel_public(row: Kernel, *, created: bool = False) -> KernelPublic:
+    info = row.info or {}
+    return KernelPublic(
+        key=row.key,
+        name=row.name,
+        kind=row.kind,  # type: ignore[arg-type]
+        params=info.get("params", []),
+        autotune=info.get("autotune"),
+        heuristics=info.get("heuristics", {}),
+        ir=row.ir,
+        created=created,
+    )
+
+
+async def register_kernel(
+    state: AppState, *, kind: str, text: str, name: str | None, signature: dict | None, token_id: int | None
+) -> tuple[Kernel, bool]:
+    """The kernel row for this input: found by the hash of what was sent, or read in a child."""
+    input_sha = crud.stable_hash({"kind": kind, "name": name, "text": text})
+    found = await state.read(lambda s: crud.find_kernel_by_input(s, input_sha256=input_sha))
+    if found is not None and (signature is None or found.ir is not None):
+        state.metrics.cache_hits.labels("kernel").inc()
+        return found, False
+    state.metrics.cache_misses.labels("kernel").inc()
+    kwargs = {"kind": kind, "text": text, "name": name, "budgets": state.budgets(), "signature": signature}
+    flight = crud.stable_hash({"input": input_sha, "signature": signature})
+    info, _ = await state.pool.shared("analyze:" + flight, lambda: run_task(state, "analyze", kwargs))
+    configs = len((info.get("autotune") or {}).get("configs") or [])
+    if configs > state.settings.max_configs:
+        limit = state.settings.max_configs
+        raise E.ApiError(422, E.TOO_MANY_CONFIGS, E.MSG_TOO_MANY_CONFIGS.format(n=configs, limit=limit))
+    values = {
+        "key": info["key"],
+        "name": info["name"],
+        "kind": kind,
+        "source": text if kind == "source" else None,
+        "ir": info.get("ir"),
+        "input_sha256": input_sha,
+        "info": {k: info.get(k) for k in ("params", "autotune", "heuristics") if info.get(k) is not None},
+        "submitted_by": token_id,
+    }
+
+    def store(session: Any) -> tuple[Kernel, bool]:
+        created = crud.add_kernel(session, values=values)
+        row = crud.get_kernel(session, key=values["key"])
+        assert row is not None
+        if row.ir is None and values["ir"] is not None:
+            row.ir = values["ir"]
+        return row, created
+
+    return await state.write(store)
+
+
+# artifacts
+
+
+def artifact_public(row: Artifact, *, cached: bool) -> ArtifactPublic:
+    base = f"/v1/artifacts/{row.key}"
+    kind = parse_target(row.target)[0]
+    links = {"self": base}
+    if row.size:
+        links[BINARY_FORM[kind]] = f"{base}/{BINARY_FORM[kind]}"
+    return ArtifactPublic(
+        id=row.key,
+        kernel_key=row.kernel_key,
+        kernel_name=row.kernel_name,
+        target=row.target,
+        emit=row.emit,
+        compiler_version=row.compiler_version,
+        sha256=row.sha256,
+        size=row.size,
+        metadata=row.meta or {},
+        config=row.config or {},
+        links=links,
+        cached=cached,
+    )
+
+
+def _text_links(public: ArtifactPublic, forms: dict[str, str]) -> ArtifactPublic:
+    for form, text in forms.items():
+        if text:
+            public.links[form] = f"{public.links['self']}/{form}"
+    return public
+
+
+async def compile_request(state: AppState, body: CompileCreate, token_id: int | None) -> ArtifactPublic:
+    target_kind = check_target(body.target)
+    emit = body.emit or BINARY_FORM[target_kind]
+    if emit in ("cubin", "ptx") and target_kind != "cuda" or emit == "object" and target_kind != "cpu":
+        raise E.ApiError(422, E.BAD_TARGET, f"target {body.target} cannot emit {emit}")
+    kind, text = _input(body, state)
+    if kind == "kernel_key":
+        kernel = await state.read(lambda s: crud.get_kernel(s, key=text))
+        if kernel is None:
+            raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=text), missing="kernel")
+    else:
+        kernel, _ = await register_kernel(state, kind=kind, text=text, name=body.name, signature=None, token_id=token_id)
+    config = normalize_config(body.config)
+    spec = {"signature": body.signature, "constexprs": body.constexprs, "hints": body.hints, "emit": emit}
+    key = artifact_key(kernel.key, spec, config, body.target, compiler_version())
+    return await compile_artifact(state, kernel=kernel, key=key, spec=spec, config=config, target=body.target)
+
+
+async def compile_artifact(
+    state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str
+) -> ArtifactPublic:
+    """The artifact for this key: from the database if its binary still matches its sha256, else built."""
+
+    def cached(session: Any) -> tuple[ArtifactPublic, dict[str, str]] | None:
+        row = crud.get_artifact(session, key=key)
+        if row is None:
+            return None
+        if sha256(row.binary) != row.sha256:
+            state.metrics.sha_mismatches.inc()
+            return None
+        return artifact_public(row, cached=True), {"ptx": row.ptx, "llir": row.llir, "tir": row.tir}
+
+    hit = await state.read(cached)
+    if hit is not None:
+        state.metrics.cache_hits.labels("artifact").inc()
+        return _text_links(*hit)
+    state.metrics.cache_misses.labels("artifact").inc()
+    public, joined = await state.pool.shared(
+        "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
+    )
+    if joined:
+        state.metrics.compiles_shared.inc()
+    return public.model_copy(deep=True)
+
+
+async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str) -> ArtifactPublic:
+    constexprs = {**spec["constexprs"], **config["kwargs"]}
+    options = {"target": target, "num_warps": config["num_warps"], "num_stages": config["num_stages"]}
+    kwargs = {
+        "kind": kernel.kind,
+        "text": kernel.source if kernel.kind == "source" else kernel.ir,
+        "name": kernel.name,
+        "signature": spec["signature"],
+        "constexprs": constexprs,
+        "hints": spec["hints"],
+        "options": options,
+        "emit": spec["emit"],
+    }
+    art = await run_task(state, "compile", kwargs)
+    binary = art["binary"] or b""
+    values = {
+        "key": key,
+        "kernel_key": kernel.key,
+        "kernel_name": art["kernel_name"],
+        "target": target,
+        "emit": spec["emit"],
+        "compiler_version": art["compiler_version"],
+        "spec": spec,
+        "config": config,
+        "binary": binary,
+        "tir": art["tir"] or "",
+        "llir": art["llir"] or "",
+        "ptx": art["ptx"] or "",
+        "meta": art["metadata"] or {},
+        "sha256": sha256(binary),
+        "size": len(binary),
+    }
+    await state.write(lambda s: crud.put_artifact(s, values=values))
+    for form in FORMS:
+        state.blobs.drop((key, form))
+    row = Artifact(**values)
+    return _text_links(artifact_public(row, cached=False), {f: values[f] for f in ("ptx", "llir", "tir")})
+
+
+async def rebuild(state: AppState, key: str) -> bool:
+    """Rebuild an artifact whose stored binary no longer matches its sha256; False if it is gone."""
+
+    def load(session: Any) -> tuple[Kernel, dict, dict, str] | None:
+        row = crud.get_artifact_meta(session, key=key)
+        if row is None:
+            return None
+        kernel = crud.get_kernel(session, key=row.kernel_key)
+        return None if kernel is None else (kernel, row.spec, row.config, row.target)
+
+    found = await state.read(load)
+    if found is None:
+        return False
+    kernel, spec, config, target = found
+    await state.pool.shared(
+        "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
+    )
+    return True

@@ -1,0 +1,59 @@
+"""The service's settings: one pydantic-settings class, read from TILEC_* environment variables.
+
+Nothing else in tilec reads os.environ for the service; every knob (database, limits, auth) is here.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TILEC_", extra="ignore")
+
+    # storage
+    database_url: str = ""  # empty -> a SQLite file under data_dir
+    data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("tilec")))
+    db_connect_timeout_s: float = 1.0
+    db_pool_size: int = 8
+    migrate_on_start: bool = True
+    # http
+    host: str = "127.0.0.1"
+    port: int = 8000
+    auth: bool | None = None  # None: on unless host is a loopback address
+    # limits
+    max_body_bytes: int = 1 << 20
+    max_source_bytes: int = 256 * 1024
+    max_ast_nodes: int = 200_000
+    max_ast_depth: int = 100
+    max_unroll: int = 4096
+    max_tile_elements: int = 1 << 20
+    max_configs: int = 256
+    max_trials: int = 1024
+    compile_timeout_s: float = 60.0
+    compile_memory_mb: int = 4096
+    compile_workers: int = 2
+    # caches
+    lookup_cache_size: int = 4096
+    lookup_cache_ttl_s: float = 5.0
+    binary_cache_bytes: int = 64 << 20
+    token_cache_ttl_s: float = 30.0
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'tilec.db'}"
+
+    @property
+    def auth_enabled(self) -> bool:
+        if self.auth is not None:
+            return self.auth
+        return self.host not in LOOPBACK_HOSTS

@@ -1,0 +1,103 @@
+"""Everything one app instance holds: settings, the engine and sessions, the compile pool, caches, metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from .cache import BytesLRU, TTLCache
+from .db.engine import make_engine, reader_engine, session_factories
+from .db.migrate import upgrade
+from .metrics import Metrics
+from .pool import CompilePool
+from .settings import Settings
+
+T = TypeVar("T")
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    engine: Engine
+    rw: sessionmaker[Session]
+    ro: sessionmaker[Session]
+    pool: CompilePool
+    metrics: Metrics = field(default_factory=Metrics)
+    lookups: TTLCache = field(init=False)
+    tokens: TTLCache = field(init=False)
+    blobs: BytesLRU = field(init=False)
+    token_epoch: int = field(default=0, init=False)  # bumped by each revoke (see forget_token)
+    reader: Engine = field(init=False)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.lookups = TTLCache(s.lookup_cache_size, s.lookup_cache_ttl_s)
+        self.tokens = TTLCache(1024, s.token_cache_ttl_s)
+        self.blobs = BytesLRU(s.binary_cache_bytes)
+        self.reader = reader_engine(self.engine)
+        self.pool.on_waiting = self.metrics.compiles_waiting.set
+
+    @classmethod
+    def open(cls, settings: Settings) -> AppState:
+        url = settings.resolved_database_url
+        if settings.migrate_on_start:
+            upgrade(url)
+        engine = make_engine(url, connect_timeout_s=settings.db_connect_timeout_s, pool_size=settings.db_pool_size)
+        rw, ro = session_factories(engine)
+        pool = CompilePool(
+            workers=settings.compile_workers,
+            timeout_s=settings.compile_timeout_s,
+            memory_mb=settings.compile_memory_mb,
+        )
+        pool.warm()
+        return cls(settings=settings, engine=engine, rw=rw, ro=ro, pool=pool)
+
+    def forget_token(self, token_id: int) -> None:
+        """After a revoke has committed: drop the token from this process's cache and bump the epoch, so
+        that a lookup which read the row before the commit does not cache it again. Other replicas
+        hold it until their token_cache_ttl_s runs out."""
+        self.token_epoch += 1
+        self.tokens.drop_where(lambda info: info.id == token_id)
+
+    def budgets(self) -> dict[str, int]:
+        s = self.settings
+        return {
+            "max_source_bytes": s.max_source_bytes,
+            "max_ast_nodes": s.max_ast_nodes,
+            "max_ast_depth": s.max_ast_depth,
+            "max_unroll": s.max_unroll,
+            "max_tile_elements": s.max_tile_elements,
+        }
+
+    def write_sync(self, fn: Callable[[Session], T]) -> T:
+        with self.rw() as session, session.begin():
+            return fn(session)
+
+    def read_sync(self, fn: Callable[[Session], T]) -> T:
+        with self.ro() as session, session.begin():
+            return fn(session)
+
+    async def write(self, fn: Callable[[Session], T]) -> T:
+        """One transaction in a worker thread: committed when fn returns, rolled back if it raises."""
+        return await run_in_threadpool(self.write_sync, fn)
+
+    async def read(self, fn: Callable[[Session], T]) -> T:
+        return await run_in_threadpool(self.read_sync, fn)
+
+    def query_sync(self, fn: Callable[[Connection], T]) -> T:
+        with self.reader.connect() as conn:
+            return fn(conn)
+
+    async def query(self, fn: Callable[[Connection], T]) -> T:
+        """A read on a bare connection, in a worker thread: no Session, no ORM objects, and on
+        PostgreSQL no BEGIN/ROLLBACK round trips (one statement is one snapshot). For the hot reads."""
+        return await run_in_threadpool(self.query_sync, fn)
+
+    def close(self) -> None:
+        self.pool.close()
+        self.engine.dispose()

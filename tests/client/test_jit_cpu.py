@@ -1,0 +1,148 @@
+"""client.jit on the cpu target: launching, the specialisation cache, autotuning, argument errors, asserts,
+loading a serialised Artifact without recompiling, and the honesty of client.__all__."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import client
+from client._runtime_cpu import load
+from compiler.artifact import Artifact
+
+ADD = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+"""
+
+TUNED = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 256})], key=["n"])
+@triton.jit
+def scale_inplace(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+"""
+
+ASSERTING = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def positive(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1)
+    tl.device_assert(x > 0, "x must be positive")
+"""
+
+
+def _add_args(n: int = 1000):
+    rng = np.random.default_rng(0)
+    return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32), np.zeros(n, np.float32)
+
+
+def test_add_and_cache_counts_compiles() -> None:
+    k = client.jit(ADD, "add_kernel")
+    x, y, out = _add_args()
+    k[lambda m: (-(-1000 // m["BLOCK"]),)](x, y, out, 1000, BLOCK=256)
+    np.testing.assert_array_equal(out, x + y)
+    assert k.compile_count == 1
+    k[(4,)](x, y, out, 1000, BLOCK=256)
+    assert k.compile_count == 1, "same specialisation compiles nothing"
+    k[(8,)](x, y, out, 1000, BLOCK=128)
+    assert k.compile_count == 2, "a new constexpr is a new specialisation"
+    k[(62,)](x, y, out, 992, BLOCK=16)  # 992 % 16 == 0: a divisibility hint, a new specialisation
+    assert k.compile_count == 3
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_jit_from_a_path(tmp_path) -> None:
+    p = tmp_path / "add.py"
+    p.write_text(ADD)
+    k = client.jit(str(p), "add_kernel")
+    x, y, out = _add_args(10)
+    k[(1,)](x, y, out, 10, BLOCK=16)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_autotune_restores_outputs_and_keeps_winner() -> None:
+    k = client.jit(TUNED)
+    x = np.arange(1000, dtype=np.float32)
+    k[lambda m: (-(-1000 // m["BLOCK"]),)](x, 1000)
+    (
+        np.testing.assert_array_equal(x, np.arange(1000, dtype=np.float32) * 2),
+        "trials must not leak into the output",
+    )
+    assert len(k.best_configs) == 1
+    compiles = k.compile_count
+    k[lambda m: (-(-1000 // m["BLOCK"]),)](x, 1000)
+    assert k.compile_count == compiles
+    np.testing.assert_array_equal(x, np.arange(1000, dtype=np.float32) * 4)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "needle"),
+    [
+        (lambda k, x, y, o: k[(1,)](x, y, o), client.ArgumentError, "'n'"),
+        (lambda k, x, y, o: k[(1,)](x, y, o, 10, 16, 99), client.ArgumentError, "6 positional"),
+        (lambda k, x, y, o: k[(1,)](x[::2], y, o, 10, BLOCK=16), client.ArgumentError, "'x_ptr'"),
+        (
+            lambda k, x, y, o: k[(1,)](x.astype(np.complex64), y, o, 10, BLOCK=16),
+            client.ArgumentError,
+            "'x_ptr'",
+        ),
+        (lambda k, x, y, o: k[(0,)](x, y, o, 10, BLOCK=16), client.GridError, "axis 0"),
+        (lambda k, x, y, o: k[(2, -1)](x, y, o, 10, BLOCK=16), client.GridError, "axis 1"),
+        (lambda k, x, y, o: k[(1,)](x, y, o, "ten", BLOCK=16), client.ArgumentError, "'n'"),
+        (lambda k, x, y, o: k[(1,)](x, y, o, 10, BLOCK=16, nope=1), client.ArgumentError, "'nope'"),
+    ],
+)
+def test_clear_errors(call, exc, needle) -> None:
+    k = client.jit(ADD, "add_kernel")
+    x, y, o = _add_args(20)
+    with pytest.raises(exc, match=needle):
+        call(k, x, y, o)
+
+
+def test_device_assert_raises() -> None:
+    k = client.jit(ASSERTING)
+    k[(1,)](np.ones(8, np.int32), 8, BLOCK=8)
+    with pytest.raises(client.KernelAssertionError, match="x must be positive"):
+        k[(1,)](np.array([1, 2, -3, 4], np.int32), 4, BLOCK=8)
+
+
+def test_artifact_json_loads_without_recompiling(monkeypatch) -> None:
+    k = client.jit(ADD, "add_kernel")
+    x, y, out = _add_args(100)
+    k[(1,)](x, y, out, 100, BLOCK=128)
+    art = Artifact.from_json(next(iter(k.cache.values())).to_json())
+    import compiler.codegen.cpu as cpu
+
+    def boom(*a, **kw):
+        raise AssertionError("loading an artifact must not recompile")
+
+    monkeypatch.setattr(cpu, "optimise", boom)
+    monkeypatch.setattr(cpu, "emit_object", boom)
+    out2 = np.zeros_like(out)
+    load(art).launch([x.ctypes.data, y.ctypes.data, out2.ctypes.data, 100], (1, 1, 1))
+    np.testing.assert_array_equal(out2, x + y)
+
+
+def test_all_is_sorted_and_honest() -> None:
+    assert client.__all__ == sorted(client.__all__)
+    for name in client.__all__:
+        assert hasattr(client, name), name
+    public = {n for n in dir(client) if not n.startswith("_")}
+    assert public - set(client.__all__) <= {"cli"}, public - set(client.__all__)

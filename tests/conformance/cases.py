@@ -1,0 +1,13 @@
+"""The conformance table: every case of the suite, importable by any runner (interpreter, cpu, cuda)."""
+
+from __future__ import annotations
+
+from .case import Case
+from .cases_control import CASES as CONTROL
+from .cases_elementwise import CASES as ELEMENTWISE
+from .cases_memory import CASES as MEMORY
+from .cases_reduce import CASES as REDUCE
+
+CASES: list[Case] = [*ELEMENTWISE, *MEMORY, *REDUCE, *CONTROL]
+BY_NAME: dict[str, Case] = {c.name: c for c in CASES}
+assert len(BY_NAME) == len(CASES), "case names are unique"

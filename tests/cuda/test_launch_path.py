@@ -1,0 +1,133 @@
+"""The warm cuda launch path without a GPU: FastPath's key and table, and Launcher's packing of
+arguments, grid and stream, with a libc function standing in for cuLaunchKernelEx (called through
+ctypes exactly as the driver entry is) and a small class standing in for torch tensors."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import pytest
+
+import client
+from client import ArgumentError, GridError
+from client._runtime_cuda import FastPath, Launcher, _LaunchConfig
+from tests.kernels import source
+
+
+class Tensor:
+    def __init__(self, ptr: int, dtype: str = "float32", device: int = 0, is_cuda: bool = True) -> None:
+        self._ptr, self.dtype, self._device, self.is_cuda = ptr, dtype, device, is_cuda
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def get_device(self) -> int:
+        return self._device
+
+
+def _noop():
+    fn = ctypes.CDLL(None).getpid
+    fn.restype = ctypes.c_int
+    return fn
+
+
+class Kernel:
+    """A loaded kernel as FastPath sees it: a Launcher whose driver entry records what it would launch."""
+
+    name = "add_kernel"
+
+    def __init__(self, kinds: list[str]) -> None:
+        self.fast = Launcher(0x1000, 128, 512, kinds, None)
+        self.calls: list = []
+        fmt = "=" + "".join({"ptr": "Q", "i32": "i"}[k] for k in kinds)
+
+        def record(cfg, func, params, extra) -> int:
+            lau = self.fast
+            c = lau.config
+            raw = [_slot(lau, i, f) for i, f in enumerate(fmt[1:])]
+            self.calls.append((raw, (c.gridDimX, c.gridDimY, c.gridDimZ), c.hStream))
+            return 0
+
+        self.fast.fn = record
+
+    def fail(self, rc: int) -> None:
+        raise AssertionError(rc)
+
+
+def _slot(launcher: Launcher, i: int, fmt: str):
+    addr = launcher.params[i]
+    size = struct.calcsize(fmt)
+    return struct.unpack("=" + fmt.lstrip("="), ctypes.string_at(addr, size))[0]
+
+
+def test_launcher_packs_arguments_at_aligned_offsets() -> None:
+    lau = Launcher(0x1024, 256, 1024, ["i32", "ptr", "f32", "f64", "u32", "i64"], _noop())
+    lau([-5, 0xDEAD0000BEEF, 1.5, 2.25, 7, -(2**40)], (3, 2), 0)  # the stand-in returns its pid, not 0
+    assert [_slot(lau, i, f) for i, f in enumerate("=i =Q =f =d =I =q".split())] == [-5, 0xDEAD0000BEEF, 1.5, 2.25, 7, -(2**40)]
+    offsets = [lau.params[i] - ctypes.addressof(lau.buf) for i in range(6)]
+    assert offsets == [0, 8, 16, 24, 32, 40]
+    cfg = _LaunchConfig.from_address(lau.argv[0].value)
+    assert (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ, cfg.blockDimX, cfg.sharedMemBytes) == (3, 2, 1, 256, 1024)
+    assert _LaunchConfig.hStream.offset == 32 and ctypes.sizeof(_LaunchConfig) == 56  # cuda.h's CUlaunchConfig
+    lau([1, 2, 3.0, 4.0, 5, 6], (9,), 0xABC0)
+    assert (cfg.gridDimX, cfg.gridDimY, cfg.hStream) == (9, 1, 0xABC0)
+    assert _slot(lau, 0, "=i") == 1
+
+
+def test_launcher_rejects_bad_grids_and_arguments() -> None:
+    lau = Launcher(0x1024, 128, 0, ["ptr", "i32"], _noop())
+    with pytest.raises(GridError):
+        lau([16, 1], (0,), 0)
+    with pytest.raises(ArgumentError):
+        lau([-1, 1], (1,), 0)  # a negative pointer
+    with pytest.raises(ArgumentError):
+        lau([16], (1,), 0)  # too few
+
+
+def _fast(kinds=("ptr", "ptr", "ptr", "i32")) -> tuple[FastPath, Kernel, client.JITKernel]:
+    k = client.jit(source("vector_add"), "add_kernel")
+    fp = FastPath(k.params, tensor_type=Tensor, stream_of=lambda device: 0x50 + device)
+    return fp, Kernel(list(kinds)), k
+
+
+def test_fast_path_key_separates_specialisations() -> None:
+    fp, _, _ = _fast()
+    x, y, o = Tensor(1 << 20), Tensor(2 << 20), Tensor(3 << 20)
+    base, raw = fp._key((x, y, o, 1024), {"BLOCK_SIZE": 256})
+    assert raw == [1 << 20, 2 << 20, 3 << 20, 1024]
+    same, _ = fp._key((Tensor(5 << 20), y, o, 2048), {"BLOCK_SIZE": 256})
+    assert same == base  # other pointers and sizes of the same classes share the kernel
+    others = [
+        ((Tensor(1 << 20, "float16"), y, o, 1024), {"BLOCK_SIZE": 256}),  # dtype
+        ((Tensor((1 << 20) + 4), y, o, 1024), {"BLOCK_SIZE": 256}),  # alignment
+        ((x, y, o, 1001), {"BLOCK_SIZE": 256}),  # not divisible by 16
+        ((x, y, o, 1), {"BLOCK_SIZE": 256}),  # equal to 1
+        ((x, y, o, 2**33), {"BLOCK_SIZE": 256}),  # i64
+        ((x, y, o, 1024), {"BLOCK_SIZE": 512}),  # constexpr
+        ((x, y, o, 1024), {"BLOCK_SIZE": 256, "num_warps": 8}),  # launch option
+        ((Tensor(1 << 20, is_cuda=False), y, o, 1024), {"BLOCK_SIZE": 256}),  # a host tensor
+    ]
+    keys = {fp._key(a, kw)[0] for a, kw in others}
+    assert base not in keys and len(keys) == len(others)
+    fp.multi_gpu = True
+    assert fp._key((Tensor(1 << 20, device=1), y, o, 1024), {})[0] != fp._key((x, y, o, 1024), {})[0]
+    fp.multi_gpu = False
+    assert fp._key((x, y, o, True), {})[0] is None  # bools and other types take the full path
+    assert fp._key((x, y, o, 1024, 256), {})[0] != fp._key((x, y, o, 1024, 512), {})[0]  # positional constexpr
+
+
+def test_fast_path_launches_known_keys_only() -> None:
+    fp, kern, _ = _fast()
+    x, y, o = Tensor(1 << 20), Tensor(2 << 20), Tensor(3 << 20)
+    assert not fp.launch((1,), (x, y, o, 1024), {"BLOCK_SIZE": 256})
+    key, _ = fp._key((x, y, o, 1024), {"BLOCK_SIZE": 256})
+
+    fp.table[key] = (kern.fast, None, 0, {"BLOCK_SIZE": 256}, kern)
+    assert fp.launch((4,), (x, y, o, 1024), {"BLOCK_SIZE": 256})
+    assert fp.launch(lambda meta: (meta["n_elements"] // meta["BLOCK_SIZE"],), (x, y, o, 2048), {"BLOCK_SIZE": 256})
+    assert kern.calls == [([1 << 20, 2 << 20, 3 << 20, 1024], (4, 1, 1), 0x50),
+                          ([1 << 20, 2 << 20, 3 << 20, 2048], (8, 1, 1), 0x50)]  # fmt: skip
+    with pytest.raises(GridError):
+        fp.launch((0,), (x, y, o, 1024), {"BLOCK_SIZE": 256})
+    assert not fp.launch((1,), (x, y, o, 1024), {"BLOCK_SIZE": [256]})  # unhashable keyword: full path

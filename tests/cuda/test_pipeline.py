@@ -1,0 +1,123 @@
+"""Software pipelining of dot loops (passes/gpu_pipeline.py + codegen/cuda_pipeline.py) without a GPU:
+the plan for the benchmark and tutorial matmuls (golden), the cp.async ring in the PTX, and the loops
+that must stay on the plain path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from compiler.artifact import CompileOptions
+from compiler.frontend import build_ir, read_kernel
+from compiler.passes import PassManager, pipeline
+from compiler.passes.gpu_layout import GpuLayoutPass
+from compiler.passes.gpu_pipeline import GpuPipelinePass
+from compiler.pipeline import compile_kernel
+from tests.kernels import source
+
+BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
+SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+HINTS = {p: {"divisibility": 16} for p in SIG}
+TUTORIAL_SIG = {**SIG, **{p: "i32" for p in ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")}}
+TUTORIAL_HINTS = {**HINTS, **{p: {"divisibility": 16} for p in ("stride_am", "stride_bk", "stride_cm")},
+                  **{p: {"equal_to_1": True} for p in ("stride_ak", "stride_bn", "stride_cn")}}  # fmt: skip
+
+
+def tutorial() -> str:
+    text = source("matmul")
+    start = text.index("@triton.autotune(")
+    return text[:start] + text[text.index("@triton.jit", start) :]
+
+
+def plan_text(src: str, name: str, sig: dict, consts: dict, hints: dict, num_warps: int = 4, stages: int = 3) -> str:
+    module = build_ir(read_kernel(src, name), sig, consts, hints=hints)
+    PassManager.from_names(pipeline("default")).run(module)
+    fn = module.kernels[0]
+    layouts = GpuLayoutPass(num_warps=num_warps, sm=90).run(fn)
+    return GpuPipelinePass(num_stages=stages).run(fn, layouts).describe()
+
+
+def compile_bench(consts: dict, sig: dict | None = None, num_warps: int = 4, stages: int = 3, sm: int = 90):
+    return compile_kernel(BENCH, "matmul_plain", signature=sig or SIG, constexprs=consts, hints=HINTS,
+                          options=CompileOptions(target=f"cuda:sm_{sm}", num_warps=num_warps, num_stages=stages), emit="cubin")  # fmt: skip
+
+
+def test_plan_golden_bench_matmul() -> None:
+    got = plan_text(BENCH, "matmul_plain", SIG, {"BM": 64, "BN": 64, "BK": 32}, HINTS)
+    assert got == (
+        "for: 3 stages of 9728 bytes, address args [], 10 slice ops\n"
+        "  A 64x32: 8 x f16 per copy, offset 0, stride 80\n"
+        "  B 32x64: 8 x f16 per copy, offset 5120, stride 144"
+    )
+
+
+def test_plan_golden_tutorial_matmul() -> None:
+    """Pointer tiles advanced each iteration (carried address args 2, 3) and masks along K."""
+    consts = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+    got = plan_text(tutorial(), "matmul_kernel", TUTORIAL_SIG, consts, TUTORIAL_HINTS, stages=4)
+    assert got == (
+        "for: 4 stages of 9728 bytes, address args [2, 3], 10 slice ops\n"
+        "  A 64x32: 8 x f16 per copy, offset 0, stride 80\n"
+        "  B 32x64: 8 x f16 per copy, offset 5120, stride 144"
+    )
+
+
+def test_plan_unaligned_strides_fall_back() -> None:
+    """No 4-byte copies provable (strides of unknown alignment): the loop stays on the plain path."""
+    consts = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+    hints = {p: {"equal_to_1": True} for p in ("stride_ak", "stride_bn", "stride_cn")}
+    assert plan_text(tutorial(), "matmul_kernel", TUTORIAL_SIG, consts, hints) == "no pipelined loops"
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_cp_async_ring_in_ptx(stages: int) -> None:
+    art = compile_bench({"BM": 64, "BN": 64, "BK": 32}, stages=stages)
+    text = art.ptx
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", text)
+    assert len(copies) == 4 * stages  # 2 A + 2 B copies per thread and iteration: prologue S-1, loop 1
+    assert text.count("cp.async.commit_group") == stages
+    assert f"cp.async.wait_group {stages - 2};" in text and "cp.async.wait_group 0;" in text
+    assert art.metadata["pipelined_loops"] == 1 and art.metadata["spill_stores"] == 0
+    assert art.metadata["shared_bytes"] >= stages * 9728
+    assert "add.rn.f32" not in text  # gpu-dot-acc: acc += dot(a, b) accumulates inside the mma
+
+
+def test_dot_acc_fold_keeps_other_uses() -> None:
+    """A dot whose product is also used elsewhere keeps its zero accumulator and the separate add."""
+    from compiler.passes.gpu_dot_acc import GpuDotAccPass
+
+    src = BENCH.replace("acc += tl.dot(a, b)", "p = tl.dot(a, b)\n        acc += p + p")
+    module = build_ir(read_kernel(src, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)
+    assert GpuDotAccPass().run(module.kernels[0]) == 0
+    module = build_ir(read_kernel(BENCH, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)
+    fn = module.kernels[0]
+    assert GpuDotAccPass().run(fn) == 1
+    from compiler.ir.verifier import verify_module
+
+    verify_module(module)
+    loop = next(op for op in fn.walk() if op.name == "for")
+    dot = next(op for op in loop.regions[0].block.ops if op.name == "dot")
+    assert dot.operands[2] is loop.regions[0].block.args[1] and loop.regions[0].block.terminator.operands[0] is dot.result
+
+
+def test_large_tile_and_tf32_rings() -> None:
+    big = compile_bench({"BM": 128, "BN": 128, "BK": 32}, num_warps=8)
+    assert big.metadata["pipelined_loops"] == 1 and big.metadata["spill_stores"] == 0
+    assert len(re.findall(r"mma\.sync", big.ptx)) == 32  # each warp 64x32: 4x4 m16n8 tiles, 2 K steps
+    f32 = {**SIG, "a_ptr": "*fp32", "b_ptr": "*fp32"}
+    tf32 = compile_bench({"BM": 64, "BN": 64, "BK": 32}, sig=f32)
+    assert tf32.metadata["pipelined_loops"] == 1 and "m16n8k8.row.col.f32.tf32.tf32.f32" in tf32.ptx
+    assert "cp.async.cg.shared.global" in tf32.ptx and "ld.shared.b32" in tf32.ptx
+
+
+@pytest.mark.parametrize(("stages", "sm"), [(1, 90), (3, 75)])
+def test_no_pipelining_when_off_or_before_sm80(stages: int, sm: int) -> None:
+    art = compile_bench({"BM": 64, "BN": 64, "BK": 32}, stages=stages, sm=sm)
+    assert "cp.async" not in art.ptx and art.metadata["pipelined_loops"] == 0
+
+
+def test_int8_dots_stay_unpipelined() -> None:
+    art = compile_bench({"BM": 64, "BN": 64, "BK": 64}, sig={**SIG, "a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32"})
+    assert "cp.async" not in art.ptx and "mma.sync.aligned.m16n8k32" in art.ptx

@@ -1,0 +1,71 @@
+"""The Docker files are written to run as they are: the compose file parses, names the images, ports
+and TILEC_* variables the code reads (each one a Settings field), and gates the API on the database
+and the migration; the Dockerfile runs as non-root with a healthcheck."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from client.cli import _register_all, app
+from server.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def env_names(env: dict) -> set[str]:
+    return {k for k in env if k.startswith("TILEC_")}
+
+
+def test_compose_services_and_gates() -> None:
+    services = compose()["services"]
+    assert set(services) == {"db", "migrate", "api"}
+    assert services["db"]["image"].startswith("postgres:") and "healthcheck" in services["db"]
+    assert services["api"]["image"] == services["migrate"]["image"] == "tilec:latest"
+    assert services["api"]["ports"] == ["8000:8000"]
+    assert services["migrate"]["command"] == ["tilec", "db", "upgrade"]
+    gates = services["api"]["depends_on"]
+    assert gates == {"db": {"condition": "service_healthy"}, "migrate": {"condition": "service_completed_successfully"}}
+    devices = services["api"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["capabilities"] == ["gpu"]
+
+
+def test_compose_environment_is_what_settings_read() -> None:
+    fields = {f"TILEC_{name.upper()}" for name in Settings.model_fields}
+    services = compose()["services"]
+    used: set[str] = set()
+    for service in ("migrate", "api"):
+        used |= env_names(services[service]["environment"])
+    assert used and used <= fields, sorted(used - fields)
+    api = services["api"]["environment"]
+    assert api["TILEC_PORT"] == services["api"]["ports"][0].split(":")[1]
+    assert api["TILEC_DATABASE_URL"].startswith("postgresql+psycopg://")
+    db_env = services["db"]["environment"]
+    assert f"{db_env['POSTGRES_USER']}:{db_env['POSTGRES_PASSWORD']}@db:5432/{db_env['POSTGRES_DB']}" in api["TILEC_DATABASE_URL"]
+    # the settings parse from exactly this environment
+    settings = Settings(**{k[len("TILEC_"):].lower(): v for k, v in api.items()})
+    assert settings.auth_enabled and settings.port == 8000
+
+
+def test_dockerfile() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM nvidia/cuda:12\.[\d.]+-runtime-ubuntu22\.04$", text, re.M)
+    assert re.search(r"^USER tilec$", text, re.M) and "HEALTHCHECK" in text and "/healthz" in text
+    fields = {f"TILEC_{name.upper()}" for name in Settings.model_fields}
+    assert set(re.findall(r"\bTILEC_[A-Z_]+", text)) <= fields
+    assert text.index("pip install '.[server,cuda]'") < text.index("COPY compiler ./compiler")
+
+
+def test_cli_commands_used_by_the_images_exist() -> None:
+    _register_all()
+    runner = CliRunner()
+    for args in (["serve", "--help"], ["db", "upgrade", "--help"], ["token", "create", "--help"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output

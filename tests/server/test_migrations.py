@@ -1,0 +1,126 @@
+"""Migrations are the only way the schema is made: every one walks up and down on an empty database,
+the models agree with head (autogenerate finds no diff), and replicas migrating at once apply each
+migration once — on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from server.db.base import Base
+from server.db.engine import make_engine
+from server.db.migrate import alembic_config, downgrade, upgrade
+from tests.conftest import drop_pg_database, make_pg_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    admin = request.getfixturevalue("pg_admin_url")
+    url = make_pg_database(admin)
+    yield url
+    drop_pg_database(admin, url)
+
+
+def tables(url: str) -> set[str]:
+    engine = create_engine(url)
+    try:
+        return set(inspect(engine).get_table_names()) - {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+def test_walk_every_migration_up_and_down(empty_url: str) -> None:
+    script = ScriptDirectory.from_config(alembic_config(empty_url))
+    revisions = [r.revision for r in reversed(list(script.walk_revisions()))]
+    assert revisions, "no migrations found"
+    for rev in revisions:
+        upgrade(empty_url, rev)
+    assert tables(empty_url) == set(Base.metadata.tables)
+    for rev in reversed(revisions):
+        down = script.get_revision(rev).down_revision
+        downgrade(empty_url, down or "base")
+    assert tables(empty_url) == set()
+    upgrade(empty_url)
+    assert tables(empty_url) == set(Base.metadata.tables)
+
+
+def test_models_match_migrations(empty_url: str) -> None:
+    upgrade(empty_url)
+    engine = create_engine(empty_url)
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        diff = compare_metadata(ctx, Base.metadata)
+    engine.dispose()
+    assert diff == []
+
+
+def _upgrade_in_child(url: str) -> None:
+    upgrade(url)
+
+
+def test_concurrent_upgrades_apply_once(empty_url: str) -> None:
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_upgrade_in_child, args=(empty_url,)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    engine = create_engine(empty_url)
+    with engine.connect() as conn:
+        versions = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    engine.dispose()
+    head = ScriptDirectory.from_config(alembic_config(empty_url)).get_current_head()
+    assert versions == [head]
+
+
+def _seed_0001(conn: Connection) -> None:
+    t = Base.metadata.tables
+    now = datetime.now(UTC)
+    conn.execute(t["kernels"].insert().values(key="k", name="add", kind="ir", input_sha256="i", info={}, created_at=now))
+    conn.execute(t["artifacts"].insert().values(
+        key="a", kernel_key="k", kernel_name="add", target="cpu", emit="object", compiler_version="v", spec={},
+        config={}, binary=b"", tir="", llir="", ptx="", meta={}, sha256="s", size=0, created_at=now,
+    ))
+    for tkey, artifact in (("t-kept", "a"), ("t-dangling", "gone")):
+        conn.execute(t["tuning_results"].insert().values(
+            tuning_key=tkey, kernel_key="k", key_values="", dtypes="", target="cpu", best_config={}, best_time_ms=1.0,
+            artifact_key=artifact, updated_at=now,
+        ))
+        conn.execute(t["trials"].insert().values(
+            tuning_key=tkey, config_hash="c", config={}, time_ms=1.0, artifact_key=artifact, created_at=now,
+        ))
+
+
+def test_artifact_foreign_keys_keep_the_trials(empty_url: str) -> None:
+    """0002 on a database written before it: dangling artifact keys become NULL, every trial stays (the
+    SQLite table rebuild must not cascade), and afterwards an unknown artifact key is refused."""
+    upgrade(empty_url, "0001")
+    engine = make_engine(empty_url, pool_size=1)  # foreign keys on, as the service runs
+    try:
+        with engine.begin() as conn:
+            _seed_0001(conn)
+        upgrade(empty_url)
+        with engine.begin() as conn:
+            trials = dict(conn.execute(text("SELECT tuning_key, artifact_key FROM trials")).all())
+            results = dict(conn.execute(text("SELECT tuning_key, artifact_key FROM tuning_results")).all())
+        assert trials == results == {"t-kept": "a", "t-dangling": None}
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text("UPDATE trials SET artifact_key = 'nope'"))
+        downgrade(empty_url, "0001")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT count(*) FROM trials")).scalar_one() == 2
+    finally:
+        engine.dispose()

@@ -1,0 +1,70 @@
+"""Triton-language source through the service: kernel keys, params and autotune configs as read, the
+IR when every constexpr has a default, located source errors, and compiles to cpu objects and cubins."""
+
+from __future__ import annotations
+
+import hashlib
+
+import httpx
+import pytest
+
+from server import errors as E
+
+from .conftest import DATA
+
+SOFTMAX = (DATA / "softmax.py").read_text()
+SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32", "stride": "i32"}
+
+
+async def test_source_kernel_is_read(client: httpx.AsyncClient) -> None:
+    r = await client.post("/v1/kernels", json={"source": SOFTMAX})
+    assert r.status_code == 200, r.text
+    k = r.json()
+    assert k["name"] == "softmax" and k["kind"] == "source" and k["ir"] is None
+    block = next(p for p in k["params"] if p["name"] == "BLOCK")
+    assert block["constexpr"] and block["has_default"] and block["default"] == 128
+    assert k["autotune"]["key"] == ["n_cols"]
+    assert [c["kwargs"] for c in k["autotune"]["configs"]] == [{"BLOCK": 128}, {"BLOCK": 256}]
+    # comments and formatting do not change the key; a signature adds the IR
+    reformatted = SOFTMAX.replace("# one row per program", "# a comment").replace("\n\n\n", "\n\n")
+    again = await client.post("/v1/kernels", json={"source": reformatted, "signature": SIGNATURE})
+    assert again.json()["key"] == k["key"] and "kernel @softmax" in again.json()["ir"]
+
+
+async def test_source_error_is_located(client: httpx.AsyncClient) -> None:
+    bad = SOFTMAX.replace("tl.exp(x - ", "tl.exp(x -- )")
+    r = await client.post("/v1/kernels", json={"source": bad})
+    assert r.status_code == 422
+    body = r.json()
+    assert body["error"] == E.COMPILE_ERROR and body["line"] == 16 and body["col"] and body["excerpt"]
+    assert "server" not in body["detail"] and "Traceback" not in body["detail"]
+
+
+async def test_source_budgets_are_enforced(client: httpx.AsyncClient) -> None:
+    deep = "@triton.jit\ndef k(x):\n    y = " + "(" * 400 + "1" + ")" * 400 + "\n"
+    r = await client.post("/v1/kernels", json={"source": "import triton\n" + deep})
+    assert r.status_code == 422 and r.json()["error"] == E.COMPILE_ERROR
+
+
+@pytest.mark.parametrize(("target", "form", "magic"), [("cpu", "object", b"\x7fELF"), ("cuda:sm_90", "cubin", b"\x7fELF")])
+async def test_compile_source(client: httpx.AsyncClient, target: str, form: str, magic: bytes) -> None:
+    body = {"source": SOFTMAX, "signature": SIGNATURE, "config": {"kwargs": {"BLOCK": 256}, "num_warps": 8},
+            "target": target}
+    r = await client.post("/v1/compile", json=body)
+    if r.status_code == 422 and r.json()["error"] == E.COMPILE_FAILED and "nvjitlink" in r.text.lower():
+        pytest.skip("no nvJitLink on this machine")
+    assert r.status_code == 200, r.text
+    art = r.json()
+    assert art["emit"] == form and art["config"]["kwargs"] == {"BLOCK": 256} and form in art["links"]
+    binary = await client.get(art["links"][form])
+    assert binary.content.startswith(magic) and hashlib.sha256(binary.content).hexdigest() == art["sha256"]
+    if target.startswith("cuda"):
+        ptx = await client.get(art["links"]["ptx"])
+        assert ".target sm_90" in ptx.text
+
+
+async def test_too_many_autotune_configs(make_client) -> None:  # noqa: ANN001 - fixture factory
+    async with make_client(max_configs=1) as client:
+        r = await client.post("/v1/kernels", json={"source": SOFTMAX})
+    assert r.status_code == 422
+    assert r.json() == {"error": E.TOO_MANY_CONFIGS, "detail": E.MSG_TOO_MANY_CONFIGS.format(n=2, limit=1)}
