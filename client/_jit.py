@@ -62,7 +62,9 @@ class JITKernel:
         for k, v in kwargs.items():
             if k in _LAUNCH_OPTIONS:
                 options[k] = v
-            elif k not in names:
+                if k not in names:
+                    continue  # as in Triton, a parameter of the same name gets the value too
+            if k not in names:
                 raise ArgumentError(f"{self.name} has no parameter '{k}'")
             elif k in bound:
                 raise ArgumentError(f"argument '{k}' given twice")

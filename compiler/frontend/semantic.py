@@ -227,6 +227,10 @@ class Semantic:
         if isinstance(op, ast.FloorDiv):
             q = Tensor(self.b.binary("div", ta.value, tb.value))
             return Tensor(self.b.unary("floor", q.value)) if ta.elem.is_float else q
+        if isinstance(op, ast.Mod) and ta.elem.is_float:
+            # Triton's float `%` floors like Python's: a - floor(a / b) * b (the IR's `rem` is C's fmod)
+            q = self.b.unary("floor", self.b.binary("div", ta.value, tb.value))
+            return Tensor(self.b.binary("sub", ta.value, self.b.binary("mul", q, tb.value)))
         name = _ARITH[type(op)]
         if name in ("and", "or", "xor", "shl", "shr") and ta.elem.is_float:
             raise self.error(f"`{sym}` needs integer operands, got {describe(ta)}")
