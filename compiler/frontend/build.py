@@ -70,9 +70,7 @@ class FunctionGen(StmtGen):
             if isinstance(v, Aggregate):
                 const.append((p, self.split_aggregate(p, v, runtime)))
                 aggregates[p] = v
-            elif is_cx:
-                if isinstance(v, Tensor):
-                    raise self.error(f"parameter '{p}' of {fdef.name} is tl.constexpr but got a runtime value")
+            elif is_cx and not isinstance(v, Tensor):
                 const.append((p, _const_key(v)))
             else:
                 runtime.append((p, self.sem.materialize(v, f"argument '{p}'")))
@@ -81,7 +79,9 @@ class FunctionGen(StmtGen):
             raise self.error(f"recursive call to {fdef.name} is not supported", UnsupportedSyntaxError)
         inst = self.ctx.instances.get(key)
         if inst is None:
-            consts = {p: v for p, (v, is_cx) in bound.items() if is_cx and p not in aggregates}
+            # as in Triton, a helper's tl.constexpr parameter given a tensor takes it as a runtime value
+            consts = {p: v for p, (v, is_cx) in bound.items()
+                      if is_cx and p not in aggregates and not isinstance(v, Tensor)}
             inst = self.instantiate(fdef, key, runtime, consts, aggregates)
         f = inst.function
         op = self.b.create("call", [t.value for _, t in runtime], list(f.result_types), {"callee": f.name})

@@ -181,3 +181,11 @@ def test_static_assert_fails_at_compile_time() -> None:
     assert exc.value.line == 7
     with pytest.raises(CompileError, match="multiple of 16"):
         interp_launch(k, (1,), (np.zeros(8, F32), np.zeros(8, I32), 8, True), dict(MODE="zeros", SCALE=1.0, BLOCK=8))
+
+
+def test_helper_constexpr_parameter_given_a_tensor_takes_it_at_runtime() -> None:
+    k = kernel("helper_constexpr_tensor")
+    rows, cols = 32, 13
+    x = rng().standard_normal((rows, cols)).astype(F32)
+    check_both(k, (rows // 8,), (x, np.zeros(rows, F32), cols), dict(BM=8, BN=16),
+               {1: (x * 2).sum(1)}, rtol=1e-5, atol=1e-5)
