@@ -35,6 +35,19 @@ def target_machine(sm: int, opt: int):
     return target.create_target_machine(cpu=f"sm_{sm}", features=PTX_FEATURES, opt=min(opt, 3))
 
 
+@cache
+def _nvcc_wheel_dir() -> str | None:
+    """Where the nvidia-cuda-nvcc wheel (the cuda extra) put ptxas and libdevice, if it is installed."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except (ImportError, ValueError):
+        return None
+    locs = list(spec.submodule_search_locations or []) if spec else []
+    return locs[0] if locs else None
+
+
 def libdevice_path() -> str | None:
     env = os.environ.get("TILEC_LIBDEVICE")
     cands = [env] if env else []
@@ -42,6 +55,9 @@ def libdevice_path() -> str | None:
         if home:
             cands.append(os.path.join(home, "nvvm/libdevice/libdevice.10.bc"))
     cands += sorted(glob("/usr/local/cuda*/nvvm/libdevice/libdevice.10.bc"), reverse=True)
+    wheel = _nvcc_wheel_dir()
+    if wheel:
+        cands.append(os.path.join(wheel, "nvvm/libdevice/libdevice.10.bc"))
     try:
         import importlib.util
 
@@ -110,6 +126,9 @@ def ptxas_path() -> str | None:
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
             cands.append(os.path.join(home, "bin", "ptxas"))
+    wheel = _nvcc_wheel_dir()
+    if wheel:
+        cands.append(os.path.join(wheel, "bin", "ptxas"))
     return next((c for c in cands if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 

@@ -85,3 +85,15 @@ def test_bad_ptx_is_a_tool_error(choice: str, fresh_lookup) -> None:
     with pytest.raises(ToolError) as info:
         nvptx.ptx_to_cubin(bad, 90)
     assert info.value.stderr
+
+
+def test_the_cuda_extra_brings_its_own_ptxas_and_libdevice(softmax_ptx: str) -> None:
+    """A pip-only install (the Docker image has no CUDA toolkit) still finds ptxas and libdevice."""
+    wheel = nvptx._nvcc_wheel_dir()
+    if wheel is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI installs the cuda extra, which carries nvidia-cuda-nvcc")
+        pytest.skip("the cuda extra is not installed here")
+    assert os.path.isfile(os.path.join(wheel, "nvvm/libdevice/libdevice.10.bc"))
+    blob, log = nvptx._ptxas(softmax_ptx, 90, 3, exe=os.path.join(wheel, "bin", "ptxas"))
+    assert _is_cuda_elf(blob) and nvptx.resource_usage(log)["registers"] > 0
