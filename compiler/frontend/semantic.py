@@ -129,10 +129,10 @@ class Semantic:
             return x if elem is None else self.cast(x, elem)
         if not is_number(x):
             raise self.error(f"expected a number or tensor, got {describe(x)}")
-        t = elem or literal_type(x)
-        if t is None:
+        t = literal_type(x)
+        if t is None:  # as Triton: a Python int past 64 bits is an error, whatever it would convert to
             raise self.error(f"integer constant {x} does not fit in 64 bits")
-        return self.const(x, t)
+        return self.const(x, elem or t)
 
     def cast(self, x: Tensor, elem: Any) -> Tensor:
         if x.elem == elem:

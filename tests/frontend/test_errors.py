@@ -159,3 +159,8 @@ def test_internal_errors_are_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TILEC_DEBUG_FRONTEND", "1")
     with pytest.raises(KeyError):
         compile_src("def k(x_ptr, n, BLOCK: tl.constexpr):\n    y = tl.load(x_ptr) / 2\n")
+
+
+def test_an_int_constant_past_64_bits_is_refused_even_where_a_float_is_wanted() -> None:
+    e = err("def k(x_ptr, n, BLOCK: tl.constexpr):\n    tl.store(x_ptr, 2 ** 200)\n")
+    assert (e.line, e.col) == (7, 5) and "does not fit in 64 bits" in str(e)
