@@ -160,7 +160,8 @@ class JITKernel:
         parts = []
         for k in self.ks.autotune.key:
             v = bound.get(k)
-            parts.append((k, (v.shape, str(v.dtype)) if isinstance(v, np.ndarray) else repr(v)))
+            is_array = hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic)
+            parts.append((k, (tuple(v.shape), str(v.dtype)) if is_array else repr(v)))
         dtypes = tuple((k, specialise(k, v).type) for k, v in sorted(bound.items()) if _is_runtime(v))
         return tuple(parts), dtypes
 
@@ -173,21 +174,29 @@ class JITKernel:
         self._run_once(grid, full, {**cfg_opts, **opts}, target)
 
     def _tune(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple):
-        """Time every config on the actual arguments; arrays are restored after each trial run."""
-        arrays = {k: v for k, v in bound.items() if isinstance(v, np.ndarray | BF16Array)}
-        snapshot = {k: _data(v).copy() for k, v in arrays.items()}
+        """Time every config on the actual arguments. Every array argument (NumPy, torch, CuPy) is restored
+        after each trial run, so tuning leaves them as the one real run after it finds them; the decorator's
+        reset_to_zero arguments are zeroed before each run, the real one included."""
+        spec = self.ks.autotune
+        unknown = sorted(set(spec.reset_to_zero) - set(bound))
+        if unknown:
+            raise ArgumentError(f"autotune reset_to_zero names {unknown}, which are not array arguments given")
+        zero = [bound[k] for k in spec.reset_to_zero]
+        saved = [(v, snap) for v in bound.values() if (snap := _snapshot(v)) is not None]
         timings = []
-        for cfg in self.ks.autotune.configs:
+        for cfg in spec.configs:
             full, cfg_opts = self._config_args(bound, cfg)
             times = []
-            self._run_once(grid, full, {**cfg_opts, **opts}, target)  # compiles; not timed
-            _restore(arrays, snapshot)
-            for _ in range(_TRIALS):
+            for trial in range(_TRIALS + 1):  # the first run compiles and is not timed
+                _zero(zero)
                 t0 = time.perf_counter()
                 self._run_once(grid, full, {**cfg_opts, **opts}, target)
-                times.append(time.perf_counter() - t0)
-                _restore(arrays, snapshot)
+                _synchronize(target)
+                if trial:
+                    times.append(time.perf_counter() - t0)
+                _restore(saved)
             timings.append((cfg, sorted(times)[len(times) // 2]))
+        _zero(zero)
         best = min(timings, key=lambda t: t[1])[0]
         self.best_configs[key] = best
         self.trials[key] = [(dict(c.kwargs), t) for c, t in timings]
@@ -198,9 +207,39 @@ def _data(v: np.ndarray | BF16Array) -> np.ndarray:
     return v.bits if isinstance(v, BF16Array) else v
 
 
-def _restore(arrays: dict[str, Any], snapshot: dict[str, np.ndarray]) -> None:
-    for k, v in arrays.items():
-        _data(v)[...] = snapshot[k]
+def _snapshot(v: Any) -> Any | None:
+    """A copy of an array argument's contents (None for scalars): NumPy/bf16 arrays, torch tensors, CuPy arrays."""
+    if isinstance(v, np.ndarray | BF16Array):
+        return _data(v).copy()
+    if hasattr(v, "clone") and hasattr(v, "copy_"):  # torch
+        return v.clone()
+    if hasattr(v, "__cuda_array_interface__") and hasattr(v, "copy"):  # CuPy and kin
+        return v.copy()
+    return None
+
+
+def _restore(saved: list[tuple[Any, Any]]) -> None:
+    for v, snap in saved:
+        if hasattr(v, "copy_"):
+            v.copy_(snap)
+        else:
+            _data(v)[...] = snap
+
+
+def _zero(arrays: list[Any]) -> None:
+    for v in arrays:
+        if hasattr(v, "zero_"):
+            v.zero_()
+        else:
+            _data(v)[...] = 0
+
+
+def _synchronize(target: str) -> None:
+    """GPU launches are asynchronous: wait for the trial to end before reading the clock."""
+    if target.startswith("cuda"):
+        from ._runtime_cuda import synchronize
+
+        synchronize()
 
 
 def _is_runtime(v: Any) -> bool:

@@ -78,6 +78,11 @@ def _context(device: int) -> int:
     return int(ctx)
 
 
+def synchronize() -> None:
+    """Wait for all work of the current context (autotune trials time whole runs, not launches)."""
+    check(_driver().cuCtxSynchronize())
+
+
 def device_sm(device: int) -> int:
     sm = _sm_of_device.get(device)
     if sm is None:

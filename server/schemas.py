@@ -61,6 +61,8 @@ class ConfigSpec(_Model):
 class AutotunePublic(BaseModel):
     configs: list[ConfigSpec] = Field(default_factory=list)
     key: list[str] = Field(default_factory=list)
+    reset_to_zero: list[str] = Field(default_factory=list)
+    restore_value: list[str] = Field(default_factory=list)
 
 
 class KernelPublic(BaseModel):

@@ -66,6 +66,8 @@ class ConfigSpec:
 class AutotuneSpec:
     configs: list[ConfigSpec]
     key: list[str]
+    reset_to_zero: list[str] = field(default_factory=list)  # arguments zeroed before each timed run
+    restore_value: list[str] = field(default_factory=list)  # (every array argument is restored anyway)
 
 
 class SourceInfo:
@@ -146,6 +148,8 @@ class KernelSource:
                 "configs": [{"kwargs": _jsonable(c.kwargs), "num_warps": c.num_warps, "num_stages": c.num_stages}
                             for c in self.autotune.configs],
                 "key": list(self.autotune.key),
+                "reset_to_zero": list(self.autotune.reset_to_zero),
+                "restore_value": list(self.autotune.restore_value),
             },
             "heuristics": dict(self.heuristics),
         }
@@ -356,13 +360,18 @@ def _read_autotune(d: ast.Call, mod: ModuleInfo, env: dict, info: SourceInfo) ->
     try:
         configs = run_builder(builder, ev) if builder is not None else ev.eval(cnode)
         key = ev.eval(kw["key"])
+        lists = {n: ev.eval(kw[n]) for n in ("reset_to_zero", "restore_value") if n in kw and not _is_none(kw[n])}
     except FoldError as exc:
         raise info.error(cnode, f"cannot read autotune data: {exc}") from None
+    for n, names in lists.items():
+        if not isinstance(names, (list, tuple)) or not all(isinstance(x, str) for x in names):
+            raise info.error(kw[n], f"autotune {n} must be a list of argument names")
     if not isinstance(configs, (list, tuple)) or not all(isinstance(c, ConfigSpec) for c in configs):
         raise info.error(cnode, "autotune configs must be a list of triton.Config(...)")
     if not isinstance(key, (list, tuple)) or not all(isinstance(k, str) for k in key):
         raise info.error(kw["key"], "autotune key must be a list of argument names")
-    return AutotuneSpec(list(configs), list(key))
+    return AutotuneSpec(list(configs), list(key), list(lists.get("reset_to_zero", [])),
+                        list(lists.get("restore_value", [])))
 
 
 def _refuse_pre_hooks(node: ast.AST, info: SourceInfo) -> None:
@@ -478,7 +487,7 @@ def kernel_key(kernel: ast.FunctionDef, helpers: list[ast.FunctionDef], mod: Mod
     data = {
         "autotune": None if autotune is None else {
             "configs": [[_jsonable(c.kwargs), c.num_warps, c.num_stages] for c in autotune.configs],
-            "key": autotune.key},
+            "key": autotune.key, **({"reset_to_zero": autotune.reset_to_zero} if autotune.reset_to_zero else {})},
         "heuristics": heuristics,
     }
     h.update(json.dumps(data, sort_keys=True).encode())

@@ -413,3 +413,14 @@ def test_heuristics_pick_block_and_even_flag(n_cols: int) -> None:
     x = rng().standard_normal((3, n_cols)).astype(F32)
     ref = x / np.sqrt((x * x).sum(1, keepdims=True) + F32(1e-6))
     check_both(k, (3,), (x, np.zeros_like(x), n_cols, 1e-6), {}, {1: ref}, rtol=1e-5, atol=1e-6)
+
+
+def test_autotune_reset_to_zero_zeroes_before_every_run_and_tuning_leaves_one_run() -> None:
+    k = kernel("splitk_autotune")
+    assert k.ks.autotune.reset_to_zero == ["out_ptr"]
+    m, n = 5, 70
+    a, x = rng(4).standard_normal((m, n)).astype(F32), rng(5).standard_normal(n).astype(F32)
+    out = np.full(m, 7.0, F32)  # not zeroed by the caller: reset_to_zero does it, the trials add nothing
+    k[lambda meta: (m, meta["SPLIT_K"])](a, x, out, m, n)
+    np.testing.assert_allclose(out, a @ x, rtol=1e-5, atol=1e-5)
+    assert len(k.trials) == 1 and all(t > 0 for _, t in next(iter(k.trials.values())))
