@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +178,11 @@ class JITKernel:
         after each trial run, so tuning leaves them as the one real run after it finds them; the decorator's
         reset_to_zero arguments are zeroed before each run, the real one included."""
         spec = self.ks.autotune
-        unknown = sorted(set(spec.reset_to_zero) - set(bound))
+        saved = {k: (v, snap) for k, v in bound.items() if (snap := _snapshot(v)) is not None}
+        unknown = sorted(set(spec.reset_to_zero) - set(saved))
         if unknown:
             raise ArgumentError(f"autotune reset_to_zero names {unknown}, which are not array arguments given")
         zero = [bound[k] for k in spec.reset_to_zero]
-        saved = [(v, snap) for v in bound.values() if (snap := _snapshot(v)) is not None]
         timings = []
         for cfg in spec.configs:
             full, cfg_opts = self._config_args(bound, cfg)
@@ -194,7 +194,7 @@ class JITKernel:
                 _synchronize(target)
                 if trial:
                     times.append(time.perf_counter() - t0)
-                _restore(saved)
+                _restore(saved.values())
             timings.append((cfg, sorted(times)[len(times) // 2]))
         _zero(zero)
         best = min(timings, key=lambda t: t[1])[0]
@@ -218,7 +218,7 @@ def _snapshot(v: Any) -> Any | None:
     return None
 
 
-def _restore(saved: list[tuple[Any, Any]]) -> None:
+def _restore(saved: Iterable[tuple[Any, Any]]) -> None:
     for v, snap in saved:
         if hasattr(v, "copy_"):
             v.copy_(snap)
