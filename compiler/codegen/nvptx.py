@@ -6,6 +6,7 @@ libdevice is linked only when the kernel calls one of its functions. The cubin's
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -38,8 +39,6 @@ def target_machine(sm: int, opt: int):
 @cache
 def _nvcc_wheel_dir() -> str | None:
     """Where the nvidia-cuda-nvcc wheel (the cuda extra) put ptxas and libdevice, if it is installed."""
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec("nvidia.cuda_nvcc")
     except (ImportError, ValueError):
@@ -59,8 +58,6 @@ def libdevice_path() -> str | None:
     if wheel:
         cands.append(os.path.join(wheel, "nvvm/libdevice/libdevice.10.bc"))
     try:
-        import importlib.util
-
         spec = importlib.util.find_spec("triton")
         if spec and spec.submodule_search_locations:
             for loc in spec.submodule_search_locations:
