@@ -20,13 +20,15 @@ RUN apt-get update \
 WORKDIR /app
 
 # dependencies only (a layer that changes when pyproject.toml does, not when the code does)
-COPY pyproject.toml README.md ./
-RUN mkdir -p compiler server client migrations \
-    && touch compiler/__init__.py server/__init__.py client/__init__.py migrations/__init__.py \
-    && pip install '.[server,cuda]' \
-    && pip uninstall -y tilec
+COPY pyproject.toml ./
+RUN python3.11 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+extra = p['optional-dependencies']; print(chr(10).join(p['dependencies'] + extra['server'] + extra['cuda']))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt
 
 # the code
+COPY README.md ./
+COPY tilec ./tilec
 COPY compiler ./compiler
 COPY server ./server
 COPY client ./client

@@ -87,12 +87,12 @@ CASES = {
 CHILD = r"""
 import time
 t0 = time.perf_counter()
-from compiler.pipeline import compile_kernel
-from compiler.artifact import CompileOptions
+from tilec.compiler.pipeline import compile_kernel
+from tilec.compiler.artifact import CompileOptions
 t1 = time.perf_counter()
 import json, sys
 case = json.loads(sys.argv[1])
-from compiler import pipeline
+from tilec.compiler import pipeline
 ms = {}
 
 def timed(label, fn):
@@ -106,7 +106,7 @@ def timed(label, fn):
 
 def frontend_module(source, name, signature, constexprs, hints):
     s = time.perf_counter()
-    from compiler.frontend import build_ir, read_kernel
+    from tilec.compiler.frontend import build_ir, read_kernel
     ks = read_kernel(source, name)
     s1 = time.perf_counter()
     m = build_ir(ks, signature, constexprs, hints=hints)

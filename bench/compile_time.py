@@ -14,13 +14,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.frontend import build_ir, read_kernel  # noqa: E402
 from tests.kernels import KERNELS, source  # noqa: E402
+from tilec.compiler.frontend import build_ir, read_kernel  # noqa: E402
 
 
 def _passes():
     try:
-        from compiler.passes import PassManager, pipeline
+        from tilec.compiler.passes import PassManager, pipeline
     except ImportError:
         return None
     return lambda m: PassManager.from_names(pipeline("default")).run(m)

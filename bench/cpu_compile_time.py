@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from compiler.artifact import CompileOptions  # noqa: E402
-from compiler.codegen.cpu import emit_object, lower_module, optimise  # noqa: E402
-from compiler.pipeline import _tir_stage, frontend_module  # noqa: E402
 from tests.kernels import KERNELS, source  # noqa: E402
+from tilec.compiler.artifact import CompileOptions  # noqa: E402
+from tilec.compiler.codegen.cpu import emit_object, lower_module, optimise  # noqa: E402
+from tilec.compiler.pipeline import _tir_stage, frontend_module  # noqa: E402
 
 SLOW_CASES = (
     "matmul_f16_in_f32_acc",

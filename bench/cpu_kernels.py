@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import client  # noqa: E402
+from tilec import client  # noqa: E402
 
 ADD = """
 import triton

@@ -11,8 +11,8 @@ import ctypes
 import time
 from pathlib import Path
 
-import client
-from client._runtime_cuda import FastPath, Launcher
+from tilec import client
+from tilec.client._runtime_cuda import FastPath, Launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -63,7 +63,7 @@ def drop_pg(admin: str, url: str) -> None:
 def start_server(url: str, data_dir: str, port: int, **extra: str) -> subprocess.Popen:
     env = {**os.environ, "TILEC_DATABASE_URL": url, "TILEC_DATA_DIR": data_dir, "TILEC_AUTH": "true",
            "TILEC_COMPILE_WORKERS": "2", **extra}
-    cmd = [sys.executable, "-m", "uvicorn", "server.main:app", "--port", str(port), "--log-level", "warning",
+    cmd = [sys.executable, "-m", "uvicorn", "tilec.server.main:app", "--port", str(port), "--log-level", "warning",
            "--no-access-log", "--loop", "auto", "--http", "auto"]
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
     for _ in range(300):
@@ -77,8 +77,8 @@ def start_server(url: str, data_dir: str, port: int, **extra: str) -> subprocess
 
 
 def admin_token(url: str) -> str:
-    from server.db import crud
-    from server.db.engine import make_engine, session_factories
+    from tilec.server.db import crud
+    from tilec.server.db.engine import make_engine, session_factories
 
     engine = make_engine(url)
     rw, _ = session_factories(engine)
@@ -176,7 +176,7 @@ def bench_backend(backend: str, clients: int, seconds: float) -> dict:
         if pg is None:
             return {"backend": backend, "skipped": "PostgreSQL on localhost:5432 is not reachable"}
         url = pg[1]
-    from server.db.migrate import upgrade
+    from tilec.server.db.migrate import upgrade
 
     upgrade(url)
     token = admin_token(url)

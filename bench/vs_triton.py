@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import triton
 
-import client
+from tilec import client
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {
@@ -216,8 +216,8 @@ def launch_overhead() -> dict:
 
 COLD_TILEC = """
 import time; t0 = time.perf_counter()
-from compiler.pipeline import compile_kernel
-from compiler.artifact import CompileOptions
+from tilec.compiler.pipeline import compile_kernel
+from tilec.compiler.artifact import CompileOptions
 t1 = time.perf_counter()
 src = open({src!r}).read()
 art = compile_kernel(src, "softmax_kernel", signature={{"output_ptr": "*fp32", "input_ptr": "*fp32",

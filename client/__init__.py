@@ -1,4 +1,4 @@
-"""The tilec client: `client.jit` for launching Triton-language kernels locally (NumPy arrays run on
+"""The tilec client: `tilec.jit` for launching Triton-language kernels locally (NumPy arrays run on
 the cpu target), and the errors it raises. Everything public is re-exported here from private modules.
 """
 
@@ -6,13 +6,31 @@ from ._exceptions import ArgumentError, GridError, KernelAssertionError, LaunchE
 from ._jit import JITKernel, jit
 from ._launch import BF16Array, as_bf16
 
+# The HTTP client (httpx, pydantic) loads on first use: a launch from the local cache does not need it.
+_HTTP = ("AsyncClient", "AuthError", "Client", "NotFoundError", "ServiceError", "ServiceUnavailable")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module attribute hook
+    if name in _HTTP:
+        from . import _client
+
+        return getattr(_client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ArgumentError",
+    "AsyncClient",
+    "AuthError",
     "BF16Array",
+    "Client",
     "GridError",
     "JITKernel",
     "KernelAssertionError",
     "LaunchError",
+    "NotFoundError",
+    "ServiceError",
+    "ServiceUnavailable",
     "TargetError",
     "TilecError",
     "as_bf16",

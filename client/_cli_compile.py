@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from compiler.errors import CompileError, ToolError
+from tilec.compiler.errors import CompileError, ToolError
 
 EMITS = ("tir", "llir", "ptx", "cubin", "object")
 
@@ -108,7 +108,7 @@ def compile_cmd(
 
 
 def _compile(file: Path, kernel, signature, dtype, constexpr, config, target, emit) -> str | bytes:
-    from compiler.frontend import build_ir, read_kernel
+    from tilec.compiler.frontend import build_ir, read_kernel
 
     if emit not in EMITS:
         raise CompileError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
@@ -119,8 +119,8 @@ def _compile(file: Path, kernel, signature, dtype, constexpr, config, target, em
         module = build_ir(ks, sig, consts)
         return _run_default_pipeline(module)
     try:
-        from compiler.artifact import CompileOptions
-        from compiler.pipeline import compile_kernel
+        from tilec.compiler.artifact import CompileOptions
+        from tilec.compiler.pipeline import compile_kernel
     except ImportError:
         raise CompileError(f"emit {emit} arrives with the {target.split(':')[0]} backend") from None
     art = compile_kernel(source, ks.name, signature=sig, constexprs=consts,
@@ -129,10 +129,10 @@ def _compile(file: Path, kernel, signature, dtype, constexpr, config, target, em
 
 
 def _run_default_pipeline(module) -> str:
-    from compiler.ir import print_module
+    from tilec.compiler.ir import print_module
 
     try:
-        from compiler.passes import PassManager, pipeline
+        from tilec.compiler.passes import PassManager, pipeline
     except ImportError:
         return print_module(module)
     PassManager.from_names(pipeline("default")).run(module)
@@ -157,7 +157,7 @@ def ir_cmd(
     print_ir_after_all: Annotated[bool, typer.Option(help="print the IR after every pass (to stderr)")] = False,
 ) -> None:
     """Parse and verify tile IR, run passes on it, print the result."""
-    from compiler.ir import parse_module, print_module, verify_module
+    from tilec.compiler.ir import parse_module, print_module, verify_module
 
     try:
         text = sys.stdin.read() if str(file) == "-" else _read(file)
@@ -165,7 +165,7 @@ def ir_cmd(
         verify_module(module)
         names = [p.strip() for p in passes.split(",") if p.strip()]
         if names:
-            from compiler.passes import PassManager
+            from tilec.compiler.passes import PassManager
 
             PassManager.from_names(names, print_ir_after_all=print_ir_after_all).run(module)
     except CompileError as exc:

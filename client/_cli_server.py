@@ -26,7 +26,7 @@ def serve(
     migrates the database at start unless TILEC_MIGRATE_ON_START=false."""
     import uvicorn
 
-    from server.settings import Settings
+    from tilec.server.settings import Settings
 
     overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     settings = Settings(**overrides)
@@ -34,7 +34,7 @@ def serve(
     os.environ.update({f"TILEC_{k.upper()}": str(v) for k, v in overrides.items()})
     typer.echo(f"tilec: serving on http://{settings.host}:{settings.port} (auth {'on' if settings.auth_enabled else 'off'})")
     uvicorn.run(
-        "server.main:app",
+        "tilec.server.main:app",
         host=settings.host,
         port=settings.port,
         workers=workers,
@@ -49,8 +49,8 @@ def serve(
 @db_app.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
     """Apply the migrations up to REVISION (safe to run from several replicas at once)."""
-    from server.db.migrate import upgrade
-    from server.settings import Settings
+    from tilec.server.db.migrate import upgrade
+    from tilec.server.settings import Settings
 
     url = Settings().resolved_database_url
     upgrade(url, revision)
@@ -60,8 +60,8 @@ def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
 @db_app.command("downgrade")
 def db_downgrade(revision: Annotated[str, typer.Argument()] = "base") -> None:
     """Revert the migrations down to REVISION."""
-    from server.db.migrate import downgrade
-    from server.settings import Settings
+    from tilec.server.db.migrate import downgrade
+    from tilec.server.settings import Settings
 
     downgrade(Settings().resolved_database_url, revision)
     typer.echo(f"database at {revision}")
@@ -75,9 +75,9 @@ TokenOption = Annotated[str | None, typer.Option("--token", envvar="TILEC_TOKEN"
 
 def _in_database(fn: Callable[[Any], T]) -> T:
     """fn(session) in one transaction on TILEC_DATABASE_URL (migrated first)."""
-    from server.db.engine import make_engine, session_factories
-    from server.db.migrate import upgrade
-    from server.settings import Settings
+    from tilec.server.db.engine import make_engine, session_factories
+    from tilec.server.db.migrate import upgrade
+    from tilec.server.settings import Settings
 
     url = Settings().resolved_database_url
     upgrade(url)
@@ -102,7 +102,7 @@ def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
 
 
 def _token_row(row: Any) -> Any:
-    from server.schemas import TokenPublic
+    from tilec.server.schemas import TokenPublic
 
     return TokenPublic.model_validate(row, from_attributes=True)
 
@@ -116,7 +116,7 @@ def token_create(
     bad = sorted(set(scope) - {"read", "submit", "admin"})
     if bad:
         raise typer.BadParameter(f"unknown scope(s) {', '.join(bad)}; use read, submit or admin")
-    from server.db import crud
+    from tilec.server.db import crud
 
     plain = _in_database(lambda s: crud.create_token(s, scopes=scope, description=description)[0])
     typer.echo(plain)
@@ -125,7 +125,7 @@ def token_create(
 @token_app.command("ls")
 def token_ls(url: UrlOption = None, token: TokenOption = None) -> None:
     """List the tokens: id, scopes, created, revoked (or "active"), description; never the tokens."""
-    from server.db import crud
+    from tilec.server.db import crud
 
     if url:
         rows = _through_api(url, token, lambda c: c.list_tokens())
@@ -142,7 +142,7 @@ def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], 
                  token: TokenOption = None) -> None:
     """Revoke token ID. With --url the server refuses it at once (other replicas within
     TILEC_TOKEN_CACHE_TTL_S); written to the database directly, every server refuses it within that TTL."""
-    from server.db import crud
+    from tilec.server.db import crud
 
     if url:
         row = _through_api(url, token, lambda c: c.revoke_token(token_id))

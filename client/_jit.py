@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.artifact import Artifact, CompileOptions
-from compiler.pipeline import compile_kernel
+from tilec.compiler.artifact import Artifact, CompileOptions
+from tilec.compiler.pipeline import compile_kernel
 
 from ._exceptions import ArgumentError
 from ._launch import ArgSpec, BF16Array, check_grid, launch, select_target, specialise
@@ -36,7 +36,7 @@ class JITKernel:
     """A kernel read from source; index it with a grid to launch."""
 
     def __init__(self, source_or_path: str | os.PathLike, name: str | None = None):
-        from compiler.frontend import read_kernel
+        from tilec.compiler.frontend import read_kernel
 
         self.source, filename = _read_source(source_or_path)
         self.ks = read_kernel(self.source, name, filename=filename)
@@ -74,7 +74,7 @@ class JITKernel:
 
     def complete(self, bound: dict[str, Any]) -> dict[str, Any]:
         """Fill heuristics and defaults; every parameter must end with a value."""
-        from compiler.frontend.literal import evaluate_heuristic
+        from tilec.compiler.frontend.literal import evaluate_heuristic
 
         full = dict(bound)
         for p in self.params:

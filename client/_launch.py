@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.artifact import Artifact
+from tilec.compiler.artifact import Artifact
 
 from ._exceptions import ArgumentError, GridError, TargetError
 

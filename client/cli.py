@@ -11,11 +11,11 @@ app = typer.Typer(help="tilec: a tile compiler and its shared autotune cache", n
 
 
 def _register_all() -> None:
-    import client
+    from tilec import client
 
     for info in sorted(pkgutil.iter_modules(client.__path__), key=lambda m: m.name):
         if info.name.startswith("_cli_"):
-            importlib.import_module(f"client.{info.name}").register(app)
+            importlib.import_module(f"tilec.client.{info.name}").register(app)
 
 
 def main() -> None:

@@ -7,9 +7,9 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import Connection
 
-from server.db import models  # noqa: F401 - registers the tables on Base.metadata
-from server.db.base import Base
-from server.db.engine import make_engine
+from tilec.server.db import models  # noqa: F401 - registers the tables on Base.metadata
+from tilec.server.db.base import Base
+from tilec.server.db.engine import make_engine
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("quiet"):
@@ -22,7 +22,7 @@ def _url() -> str:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from server.settings import Settings
+    from tilec.server.settings import Settings
 
     return Settings().resolved_database_url
 

@@ -6,13 +6,13 @@ A part of the compiler that is missing or broken is skipped here; the child repo
 import importlib
 
 _MODULES = (
-    "server.worker",
-    "compiler.frontend",
-    "compiler.passes",
-    "compiler.pipeline",
-    "compiler.codegen.cpu",
-    "compiler.codegen.cuda",
-    "compiler.codegen.cuda_lower",
+    "tilec.server.worker",
+    "tilec.compiler.frontend",
+    "tilec.compiler.passes",
+    "tilec.compiler.pipeline",
+    "tilec.compiler.codegen.cpu",
+    "tilec.compiler.codegen.cuda",
+    "tilec.compiler.codegen.cuda_lower",
     "cuda.bindings.nvjitlink",
 )
 for _name in _MODULES:

@@ -21,7 +21,7 @@ from typing import Any
 from . import errors as E
 
 _CTX = mp.get_context("forkserver")
-_CTX.set_forkserver_preload(["server._preload"])
+_CTX.set_forkserver_preload(["tilec.server._preload"])
 
 
 class TaskFailed(Exception):
@@ -55,14 +55,14 @@ def _noop() -> None:
 
 
 def _run_task(task: str, kwargs: dict) -> Any:
-    from server.worker import TASKS
+    from tilec.server.worker import TASKS
 
     return TASKS[task](**kwargs)
 
 
 def _describe(exc: BaseException) -> tuple[str, Any]:
-    from compiler.errors import CompileError, ToolError
-    from server.worker import NotAvailable
+    from tilec.compiler.errors import CompileError, ToolError
+    from tilec.server.worker import NotAvailable
 
     if isinstance(exc, CompileError):
         return "compile", exc.to_dict()

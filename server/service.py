@@ -8,7 +8,7 @@ import hashlib
 import time
 from typing import Any
 
-from compiler.artifact import artifact_key, compiler_version, parse_target
+from tilec.compiler.artifact import artifact_key, compiler_version, parse_target
 
 from . import errors as E
 from .db import crud

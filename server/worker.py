@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from compiler.artifact import CompileOptions, compiler_version
-from compiler.errors import CompileError
-from compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.artifact import CompileOptions, compiler_version
+from tilec.compiler.errors import CompileError
+from tilec.compiler.ir import parse_module, print_module, verify_module
 
 
 class NotAvailable(Exception):
@@ -45,7 +45,7 @@ def analyze(*, kind: str, text: str, name: str | None, budgets: dict, signature:
         params = [{"name": p.name, "annotation": _type_text(p.type)} for p in fn.params]
         return {"key": hashlib.sha256(ir.encode()).hexdigest(), "name": fn.name, "params": params, "ir": ir}
     try:
-        from compiler.frontend import Budgets, build_ir, read_kernel
+        from tilec.compiler.frontend import Budgets, build_ir, read_kernel
     except ImportError as exc:
         raise NotAvailable("frontend") from exc
     ks = read_kernel(text, name, budgets=Budgets(**budgets))
@@ -77,7 +77,7 @@ def compile_one(
 ) -> dict:
     """One compile through compiler.pipeline; an Artifact as a dict (binary as bytes)."""
     try:
-        from compiler.pipeline import compile_kernel
+        from tilec.compiler.pipeline import compile_kernel
     except ImportError:
         return _compile_without_pipeline(kind=kind, text=text, name=name, options=options, emit=emit)
     art = compile_kernel(
@@ -109,7 +109,7 @@ def _compile_without_pipeline(*, kind: str, text: str, name: str, options: dict,
     verify_module(module)
     fn = _ir_kernel(module, name)
     try:
-        from compiler.passes import PassManager, pipeline
+        from tilec.compiler.passes import PassManager, pipeline
 
         PassManager.from_names(pipeline("default")).run(module)
         verify_module(module)

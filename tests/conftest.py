@@ -68,7 +68,7 @@ def drop_pg_database(admin_url: str, url: str) -> None:
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def migrated_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from server.db.migrate import upgrade
+    from tilec.server.db.migrate import upgrade
 
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'tilec.db'}"

@@ -78,7 +78,7 @@ class FunctionLowering:
         return e if self.lanes == 0 else ir.VectorType(e, self.lanes)
 
     def axis_info(self, v: Value):
-        """compiler.passes.axis_analysis's AxisInfo of `v` (None when it is not tracked)."""
+        """tilec.compiler.passes.axis_analysis's AxisInfo of `v` (None when it is not tracked)."""
         if self._axis is None:
             from ..passes.axis_analysis import axis_analysis
 

@@ -19,7 +19,7 @@ ADVISORY_LOCK_ID = 0x7469_6C65  # "tile"
 
 
 def alembic_config(url: str) -> Config:
-    import migrations
+    from tilec import migrations
 
     cfg = Config()
     cfg.set_main_option("script_location", next(iter(migrations.__path__)))

@@ -8,9 +8,9 @@ import mmap
 import numpy as np
 import pytest
 
-from compiler.codegen.cpu import optimise
-from compiler.errors import CompileError, ToolError
-from compiler.pipeline import STAGES, compile_kernel
+from tilec.compiler.codegen.cpu import optimise
+from tilec.compiler.errors import CompileError, ToolError
+from tilec.compiler.pipeline import STAGES, compile_kernel
 
 from .kit import run_cpu
 
@@ -110,7 +110,7 @@ ASSERT = """module {
 
 
 def test_assert_codes_reach_the_runtime() -> None:
-    from client import KernelAssertionError
+    from tilec.client import KernelAssertionError
 
     run_cpu(ASSERT, [np.array([3], np.int32)], (4,))
     with pytest.raises(KernelAssertionError, match="must be positive"):

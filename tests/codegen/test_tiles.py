@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.ir.types import ScalarType
+from tilec.compiler.ir.types import ScalarType
 
 from .kit import assert_same, run_both
 

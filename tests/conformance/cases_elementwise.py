@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from client import as_bf16
+from tilec.client import as_bf16
 
 from .case import Case, bf16_bits, bf16_value, grid1, src
 

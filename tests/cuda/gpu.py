@@ -8,7 +8,7 @@ from functools import cache
 
 import numpy as np
 
-from client import BF16Array
+from tilec.client import BF16Array
 
 
 @cache

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.ir.ops import ATOMIC_KINDS, MATH_UNARY, REDUCE_KINDS, SCAN_KINDS
-from compiler.ir.types import ScalarType
 from tests.ir.test_op_coverage import SNIPPETS
+from tilec.compiler.ir.ops import ATOMIC_KINDS, MATH_UNARY, REDUCE_KINDS, SCAN_KINDS
+from tilec.compiler.ir.types import ScalarType
 
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOATS = ("f16", "bf16", "f32", "f64")

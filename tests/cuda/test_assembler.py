@@ -10,11 +10,11 @@ import struct
 
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.codegen import nvptx
-from compiler.errors import ToolError
-from compiler.pipeline import compile_kernel
 from tests.kernels import KERNELS, source
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.codegen import nvptx
+from tilec.compiler.errors import ToolError
+from tilec.compiler.pipeline import compile_kernel
 
 HAS_NVJITLINK = importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None
 if os.environ.get("CI") == "true" and not HAS_NVJITLINK:

@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.errors import CompileError
-from compiler.pipeline import compile_kernel
 from tests.kernels import KERNELS, source
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.errors import CompileError
+from tilec.compiler.pipeline import compile_kernel
 
 EM_CUDA = 190
 

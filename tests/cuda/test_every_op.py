@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.errors import CompileError
-from compiler.ir import OPS, parse_module
-from compiler.pipeline import compile_kernel
 from tests.frontend.test_wild_kernels import CASES, WILD
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.errors import CompileError
+from tilec.compiler.ir import OPS, parse_module
+from tilec.compiler.pipeline import compile_kernel
 
 from .op_kernels import catalogue, kernel
 
@@ -60,8 +60,8 @@ def test_wild_kernel_compiles_for_sm90(stem: str) -> None:
 
 def test_reshape_kernels_are_in_the_wild_set() -> None:
     """sort/flip/cat/topk/split/join are built from reshape: the wild set keeps exercising it."""
-    from compiler.pipeline import run_passes
     from tests.frontend.test_wild_kernels import build
+    from tilec.compiler.pipeline import run_passes
 
     with_reshape = {s for s in ("sort_rows", "sort_2d", "flip_cat", "topk_gather", "rope_split_join")
                     if "reshape" in {op.name for op in run_passes(build(CASES[s])).walk()}}  # fmt: skip

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import client
-from compiler.frontend import build_ir, read_kernel
-from compiler.interp import run_kernel
 from tests.cuda.gpu import gpu_reason, run_gpu
 from tests.kernels import KERNELS, source
+from tilec import client
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.interp import run_kernel
 
 pytestmark = pytest.mark.skipif(gpu_reason() is not None, reason=gpu_reason() or "")
 RNG = np.random.default_rng(1)
@@ -21,7 +21,7 @@ HEADER = "import triton\nimport triton.language as tl\n\n\n"
 
 
 def _signature(ks, args: list, constexprs: dict) -> dict:
-    from client._launch import specialise
+    from tilec.client._launch import specialise
 
     return {p.name: specialise(p.name, a).type for p, a in zip([p for p in ks.params if not p.constexpr], args, strict=True)}
 

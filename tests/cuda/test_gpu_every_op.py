@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.interp import run_kernel
-from compiler.ir import parse_module
-from compiler.ir.types import PointerType
-from compiler.pipeline import compile_kernel
 from tests.cuda.gpu import gpu_reason
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module
+from tilec.compiler.ir.types import PointerType
+from tilec.compiler.pipeline import compile_kernel
 
 from .op_kernels import OpKernel, catalogue
 
@@ -31,7 +31,7 @@ def _signed_view(a: np.ndarray) -> np.ndarray:
 def run_on_gpu(k: OpKernel, args: list) -> list:
     import torch
 
-    from client._runtime_cuda import cuda_target, launch
+    from tilec.client._runtime_cuda import cuda_target, launch
 
     dev = [torch.from_numpy(_signed_view(a).copy()).cuda() if isinstance(a, np.ndarray) else a for a in args]
     fn = parse_module(k.text).kernels[0]

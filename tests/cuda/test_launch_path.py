@@ -9,10 +9,10 @@ import struct
 
 import pytest
 
-import client
-from client import ArgumentError, GridError
-from client._runtime_cuda import FastPath, Launcher, _LaunchConfig
 from tests.kernels import source
+from tilec import client
+from tilec.client import ArgumentError, GridError
+from tilec.client._runtime_cuda import FastPath, Launcher, _LaunchConfig
 
 
 class Tensor:

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.passes.gpu_layout import MmaSpec, mma_layout
-from compiler.pipeline import compile_kernel
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.passes.gpu_layout import MmaSpec, mma_layout
+from tilec.compiler.pipeline import compile_kernel
 
 SRC = """import triton
 import triton.language as tl

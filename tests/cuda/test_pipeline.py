@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.frontend import build_ir, read_kernel
-from compiler.passes import PassManager, pipeline
-from compiler.passes.gpu_layout import GpuLayoutPass
-from compiler.passes.gpu_pipeline import GpuPipelinePass
-from compiler.pipeline import compile_kernel
 from tests.kernels import source
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.passes import PassManager, pipeline
+from tilec.compiler.passes.gpu_layout import GpuLayoutPass
+from tilec.compiler.passes.gpu_pipeline import GpuPipelinePass
+from tilec.compiler.pipeline import compile_kernel
 
 BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
 SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
@@ -86,7 +86,7 @@ def test_cp_async_ring_in_ptx(stages: int) -> None:
 
 def test_dot_acc_fold_keeps_other_uses() -> None:
     """A dot whose product is also used elsewhere keeps its zero accumulator and the separate add."""
-    from compiler.passes.gpu_dot_acc import GpuDotAccPass
+    from tilec.compiler.passes.gpu_dot_acc import GpuDotAccPass
 
     src = BENCH.replace("acc += tl.dot(a, b)", "p = tl.dot(a, b)\n        acc += p + p")
     module = build_ir(read_kernel(src, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)
@@ -94,7 +94,7 @@ def test_dot_acc_fold_keeps_other_uses() -> None:
     module = build_ir(read_kernel(BENCH, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)
     fn = module.kernels[0]
     assert GpuDotAccPass().run(fn) == 1
-    from compiler.ir.verifier import verify_module
+    from tilec.compiler.ir.verifier import verify_module
 
     verify_module(module)
     loop = next(op for op in fn.walk() if op.name == "for")

@@ -9,12 +9,12 @@ import itertools
 import numpy as np
 import pytest
 
-from compiler.artifact import CompileOptions
-from compiler.ir import parse_module
-from compiler.passes import PassManager, pipeline
-from compiler.passes.gpu_layout import GpuLayoutPass, Layout, MmaSpec, blocked, mma_layout, scan_layout
-from compiler.passes.layout_reshape import flat_index, reshape_layout, unflat_index
-from compiler.pipeline import compile_kernel
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.ir import parse_module
+from tilec.compiler.passes import PassManager, pipeline
+from tilec.compiler.passes.gpu_layout import GpuLayoutPass, Layout, MmaSpec, blocked, mma_layout, scan_layout
+from tilec.compiler.passes.layout_reshape import flat_index, reshape_layout, unflat_index
+from tilec.compiler.pipeline import compile_kernel
 
 
 def slots(lay: Layout) -> dict[tuple[int, int, int], tuple[int, ...]]:

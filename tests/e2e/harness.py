@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-import client
-from client._jit import JITKernel
-from client._launch import BF16Array, check_grid
-from compiler.frontend import build_ir
-from compiler.interp import run_kernel
+from tilec import client
+from tilec.client._jit import JITKernel
+from tilec.client._launch import BF16Array, check_grid
+from tilec.compiler.frontend import build_ir
+from tilec.compiler.interp import run_kernel
 
 KERNELS = Path(__file__).parent / "kernels"
 

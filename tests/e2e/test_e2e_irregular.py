@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from compiler.errors import CompileError
+from tilec.compiler.errors import CompileError
 
 from .harness import check_both, interp_launch, kernel, run_both
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from client import KernelAssertionError
-from compiler.errors import CompileError
-from compiler.interp import InterpError
+from tilec.client import KernelAssertionError
+from tilec.compiler.errors import CompileError
+from tilec.compiler.interp import InterpError
 
 from ..frontend.test_wild_kernels import philox_first_word, to_uniform
 from .harness import check_both, interp_launch, kernel, run_both

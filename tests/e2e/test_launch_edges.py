@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import client
-from compiler.errors import CompileError, UnsupportedSyntaxError
-from compiler.frontend import build_ir, read_kernel
-from compiler.interp import run_kernel
+from tilec import client
+from tilec.compiler.errors import CompileError, UnsupportedSyntaxError
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.interp import run_kernel
 
 OPTIONAL = '''
 import triton

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from client._cli_compile import register
+from tilec.client._cli_compile import register
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 app = typer.Typer()

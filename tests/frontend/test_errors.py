@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
-from compiler.frontend import Budgets, build_ir, read_kernel
+from tilec.compiler.errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
+from tilec.compiler.frontend import Budgets, build_ir, read_kernel
 
 HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
 
@@ -148,7 +148,7 @@ def test_source_is_never_executed(tmp_path: Path) -> None:
 
 
 def test_internal_errors_are_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compiler.frontend import semantic
+    from tilec.compiler.frontend import semantic
 
     def boom(self, *a, **k):
         raise KeyError("internal")

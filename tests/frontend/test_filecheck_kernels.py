@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.frontend import build_ir, read_kernel
-from compiler.ir import print_module
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.ir import print_module
 
 HERE = Path(__file__).parent / "filecheck"
 FILECHECK = Path(sys.executable).parent / "filecheck"

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import CompileError
-from compiler.frontend import ConfigSpec, build_ir, evaluate_heuristic, read_kernel
-from compiler.frontend.literal import FoldError
 from tests.kernels import source
+from tilec.compiler.errors import CompileError
+from tilec.compiler.frontend import ConfigSpec, build_ir, evaluate_heuristic, read_kernel
+from tilec.compiler.frontend.literal import FoldError
 
 SRC = '''
 import triton

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.frontend import build_ir, read_kernel
-from compiler.interp import run_kernel
-from compiler.ir import parse_module, print_module, verify_module
 from tests.kernels import KERNELS, source
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module, verify_module
 
 RNG = np.random.default_rng(0)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import client
+from tilec import client
 
 from .test_wild_kernels import CASES, WILD
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import client
 from tests.cuda.gpu import gpu_reason, run_gpu
+from tilec import client
 
 from .test_wild_cpu import CPU_STEMS
 from .test_wild_kernels import CASES, WILD

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import CompileError, UnsupportedSyntaxError
-from compiler.frontend import build_ir, evaluate_heuristic, read_kernel
-from compiler.interp import run_kernel
-from compiler.ir import parse_module, print_module
+from tilec.compiler.errors import CompileError, UnsupportedSyntaxError
+from tilec.compiler.frontend import build_ir, evaluate_heuristic, read_kernel
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module
 
 WILD = Path(__file__).parent / "wild"
 F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64

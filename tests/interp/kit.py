@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.interp import run_kernel
-from compiler.ir import parse_module, print_module, verify_module
-from compiler.ir.types import ScalarType
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.ir.types import ScalarType
 
 NP_NAMES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",

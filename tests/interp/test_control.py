@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from compiler.interp import InterpError, KernelAssertionError, run_kernel
+from tilec.compiler.interp import InterpError, KernelAssertionError, run_kernel
 
 from .kit import kernel, parse_checked, run
 

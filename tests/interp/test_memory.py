@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.errors import CompileError
-from compiler.interp import MemoryFault, run_kernel
+from tilec.compiler.errors import CompileError
+from tilec.compiler.interp import MemoryFault, run_kernel
 
 from .kit import kernel, parse_checked, run
 

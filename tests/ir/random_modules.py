@@ -14,10 +14,10 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from compiler.ir import Builder, Function, Module, Param, Region, Value, verify_module
-from compiler.ir.core import Block
-from compiler.ir.ops import MATH_UNARY, REDUCE_KINDS, SCAN_KINDS
-from compiler.ir.types import (
+from tilec.compiler.ir import Builder, Function, Module, Param, Region, Value, verify_module
+from tilec.compiler.ir.core import Block
+from tilec.compiler.ir.ops import MATH_UNARY, REDUCE_KINDS, SCAN_KINDS
+from tilec.compiler.ir.types import (
     PointerType,
     ScalarType,
     TileType,

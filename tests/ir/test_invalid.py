@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import CompileError, VerifyError
-from compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.errors import CompileError, VerifyError
+from tilec.compiler.ir import parse_module, print_module, verify_module
 
 from .random_modules import modules
 

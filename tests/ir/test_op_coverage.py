@@ -9,9 +9,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from compiler.interp import run_kernel
-from compiler.ir import OPS, parse_module, print_module, verify_module
-from compiler.ir.ops import MATH_UNARY
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import OPS, parse_module, print_module, verify_module
+from tilec.compiler.ir.ops import MATH_UNARY
 
 Snippet = tuple[str, Callable[[], list], Callable[[list], bool]]
 

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.interp import run_kernel
-from compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module, verify_module
 
 from .random_modules import GRID, kernel_args, modules
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.interp import run_kernel
-from compiler.ir import Module, parse_module, print_module, verify_module
-from compiler.ir.types import PointerType, ScalarType
-from compiler.passes import PassManager
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import Module, parse_module, print_module, verify_module
+from tilec.compiler.ir.types import PointerType, ScalarType
+from tilec.compiler.passes import PassManager
 
 
 def random_args(module: Module, kernel: str, rng: np.random.Generator, n: int, scalars: dict) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.passes import PASSES
+from tilec.compiler.passes import PASSES
 
 from .diffcheck import assert_same, run_both
 

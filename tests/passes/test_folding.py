@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.interp import run_kernel
-from compiler.ir import parse_module, print_module
-from compiler.ir.printer import format_attr
-from compiler.ir.types import ScalarType
-from compiler.passes import PassManager
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module
+from tilec.compiler.ir.printer import format_attr
+from tilec.compiler.ir.types import ScalarType
+from tilec.compiler.passes import PassManager
 
 INTS = ["i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]

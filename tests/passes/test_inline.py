@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.errors import CompileError
-from compiler.ir import parse_module, verify_module
-from compiler.passes import PassManager
+from tilec.compiler.errors import CompileError
+from tilec.compiler.ir import parse_module, verify_module
+from tilec.compiler.passes import PassManager
 
 
 def _doubling_chain(levels: int) -> str:

@@ -9,11 +9,11 @@ from typing import ClassVar
 
 import pytest
 
-from compiler.errors import CompileError, VerifyError
-from compiler.ir import parse_module, print_module, verify_module
-from compiler.passes import PASSES, PassManager, make_pass, pipeline
-from compiler.passes.manager import split_pass_list
-from compiler.tools.opt import main as opt_main
+from tilec.compiler.errors import CompileError, VerifyError
+from tilec.compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.passes import PASSES, PassManager, make_pass, pipeline
+from tilec.compiler.passes.manager import split_pass_list
+from tilec.compiler.tools.opt import main as opt_main
 
 IR = """module {
   kernel @k(%p: ptr<i32>, %x: i32) {

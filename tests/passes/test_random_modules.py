@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from compiler.errors import CompileError
-from compiler.interp import run_kernel
-from compiler.ir import parse_module, print_module, verify_module
-from compiler.passes import PASSES, PassManager
+from tilec.compiler.errors import CompileError
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.passes import PASSES, PassManager
 
 from ..ir.random_modules import GRID, kernel_args, modules
 
@@ -62,7 +62,7 @@ def test_pass_on_random_kernel(passes: list[str], m, seed: int) -> None:
 @SETTINGS
 @given(m=modules())
 def test_axis_analysis_covers_every_tracked_value(m) -> None:
-    from compiler.passes.axis_analysis import axis_analysis, tracked
+    from tilec.compiler.passes.axis_analysis import axis_analysis, tracked
 
     for f in m.functions:
         info = axis_analysis(f)

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.app import create_app
-from server.settings import Settings
+from tilec.server.app import create_app
+from tilec.server.settings import Settings
 
 DATA = Path(__file__).parent / "data"
 ADD_IR = (DATA / "add.tir").read_text()
@@ -71,7 +71,7 @@ class Uvicorn:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> Uvicorn:
-        cmd = [sys.executable, "-m", "uvicorn", "server.main:app", "--port", str(self.port), "--log-level", "warning"]
+        cmd = [sys.executable, "-m", "uvicorn", "tilec.server.main:app", "--port", str(self.port), "--log-level", "warning"]
         self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

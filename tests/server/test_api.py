@@ -7,7 +7,7 @@ import hashlib
 
 import httpx
 
-from server import errors as E
+from tilec.server import errors as E
 
 from .conftest import ADD_IR
 

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from sqlalchemy import create_engine, func, select, text, update
 
-from server.db import crud
-from server.db.models import Artifact, Trial, TuningResult
+from tilec.server.db import crud
+from tilec.server.db.models import Artifact, Trial, TuningResult
 
 from .conftest import ADD_IR
 

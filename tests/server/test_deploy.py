@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from client.cli import _register_all, app
-from server.settings import Settings
+from tilec.client.cli import _register_all, app
+from tilec.server.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import httpx
 
-from client._client import AsyncClient, Client, NotFoundError
-from client._models import CompileCreate, KernelCreate, TrialCreate, TuningResultCreate
+from tilec.client._client import AsyncClient, Client, NotFoundError
+from tilec.client._models import CompileCreate, KernelCreate, TrialCreate, TuningResultCreate
 
 from .conftest import ADD_IR, Uvicorn
 from .test_cache import metric

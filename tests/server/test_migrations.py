@@ -16,10 +16,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from server.db.base import Base
-from server.db.engine import make_engine
-from server.db.migrate import alembic_config, downgrade, upgrade
 from tests.conftest import drop_pg_database, make_pg_database
+from tilec.server.db.base import Base
+from tilec.server.db.engine import make_engine
+from tilec.server.db.migrate import alembic_config, downgrade, upgrade
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from server import errors as E
+from tilec.server import errors as E
 
 from .conftest import ADD_IR, free_port
 

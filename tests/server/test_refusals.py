@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 import pytest
 
-from server import errors as E
+from tilec.server import errors as E
 
 from .conftest import ADD_IR
 
@@ -99,7 +99,7 @@ async def test_auth(make_client: Callable[..., httpx.AsyncClient]) -> None:
         assert bad.status_code == 401 and bad.json()["detail"] == E.MSG_BAD_TOKEN
 
         state = client.app.state.tilec  # type: ignore[attr-defined]
-        from server.db import crud
+        from tilec.server.db import crud
 
         admin = state.write_sync(lambda s: crud.create_token(s, scopes=["admin"])[0])
         r = await client.post("/v1/tokens", json={"scopes": ["read"]}, headers={"Authorization": f"Bearer {admin}"})
@@ -117,7 +117,7 @@ async def test_auth(make_client: Callable[..., httpx.AsyncClient]) -> None:
 
 
 def test_auth_default_follows_host(tmp_path: object) -> None:
-    from server.settings import Settings
+    from tilec.server.settings import Settings
 
     assert Settings(host="127.0.0.1").auth_enabled is False
     assert Settings(host="0.0.0.0").auth_enabled is True
@@ -134,7 +134,7 @@ async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:
 async def test_cached_answers_still_need_a_token(make_client: Callable[..., httpx.AsyncClient]) -> None:
     """Cache hits are answered before routing; they must not skip auth."""
     async with make_client(auth=True) as client:
-        from server.db import crud
+        from tilec.server.db import crud
 
         state = client.app.state.tilec  # type: ignore[attr-defined]
         admin = {"Authorization": f"Bearer {state.write_sync(lambda s: crud.create_token(s, scopes=['admin'])[0])}"}
@@ -159,7 +159,7 @@ async def test_revoked_token_is_refused_at_once(make_client: Callable[..., httpx
     """DELETE /v1/tokens/{id}: the revoked token is refused on the next request, including the cache hits
     answered before routing (its entry in the token cache is dropped)."""
     async with make_client(auth=True) as client:
-        from server.db import crud
+        from tilec.server.db import crud
 
         state = client.app.state.tilec  # type: ignore[attr-defined]
         admin = {"Authorization": f"Bearer {state.write_sync(lambda s: crud.create_token(s, scopes=['admin'])[0])}"}

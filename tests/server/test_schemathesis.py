@@ -10,9 +10,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 
-from server.app import create_app
-from server.db import crud
-from server.settings import Settings
+from tilec.server.app import create_app
+from tilec.server.db import crud
+from tilec.server.settings import Settings
 
 EXAMPLES = 8
 

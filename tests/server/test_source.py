@@ -8,7 +8,7 @@ import hashlib
 import httpx
 import pytest
 
-from server import errors as E
+from tilec.server import errors as E
 
 from .conftest import DATA
 

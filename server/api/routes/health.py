@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
-from compiler.artifact import compiler_version
+from tilec.compiler.artifact import compiler_version
 
 from ...db import crud
 from ...schemas import HealthPublic

@@ -1,0 +1,55 @@
+"""tilec: a tile compiler for Triton-language kernels, offered as a service with a shared autotune cache.
+
+`import tilec` is the public surface: `tilec.jit`, `tilec.Client` / `tilec.AsyncClient`, and the
+exceptions. The parts live beneath it: `tilec.compiler`, `tilec.server`, `tilec.client`,
+`tilec.migrations`. Names are resolved on first use, so `import tilec.compiler` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+# An installed wheel holds the parts inside this folder. In a source checkout they are the repository's
+# top-level folders beside this one, so the checkout works from PYTHONPATH alone (the GPU machine's case).
+_checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not os.path.isdir(os.path.join(os.path.dirname(__file__), "compiler")) and os.path.isfile(
+    os.path.join(_checkout, "compiler", "__init__.py")
+):
+    __path__.append(_checkout)  # type: ignore[name-defined]
+
+__version__ = "0.1.0"
+
+_PUBLIC = {
+    "ArgumentError": "tilec.client",
+    "AsyncClient": "tilec.client",
+    "AuthError": "tilec.client",
+    "Client": "tilec.client",
+    "CompileError": "tilec.compiler.errors",
+    "GridError": "tilec.client",
+    "JITKernel": "tilec.client",
+    "KernelAssertionError": "tilec.client",
+    "LaunchError": "tilec.client",
+    "NotFoundError": "tilec.client",
+    "ServiceError": "tilec.client",
+    "ServiceUnavailable": "tilec.client",
+    "TargetError": "tilec.client",
+    "TilecError": "tilec.client",
+    "ToolError": "tilec.compiler.errors",
+    "jit": "tilec.client",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tilec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
