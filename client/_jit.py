@@ -19,7 +19,8 @@ from tilec.compiler.artifact import Artifact, CompileOptions
 from tilec.compiler.pipeline import compile_kernel
 
 from ._exceptions import ArgumentError
-from ._launch import ArgSpec, BF16Array, check_grid, launch, select_target, specialise
+from ._grid import check_grid
+from ._launch import ArgSpec, BF16Array, launch, select_target, specialise
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages")
 _TRIALS = 3

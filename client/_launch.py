@@ -12,7 +12,7 @@ import numpy as np
 
 from tilec.compiler.artifact import Artifact
 
-from ._exceptions import ArgumentError, GridError, TargetError
+from ._exceptions import ArgumentError, TargetError
 
 _NP_TO_TRITON = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -129,25 +129,6 @@ def specialise(name: str, value: Any) -> ArgSpec:
         if v % 16 == 0:
             return ArgSpec(t, (("divisibility", 16),))
     return ArgSpec(t)
-
-
-def check_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
-    """A grid tuple (or callable(meta) -> tuple) as three positive program counts."""
-    g = grid(meta) if callable(grid) else grid
-    if isinstance(g, int | np.integer):
-        g = (g,)
-    if not isinstance(g, tuple | list) or not 1 <= len(g) <= 3:
-        raise GridError(f"grid must be a tuple of 1 to 3 ints (or a callable returning one), got {g!r}")
-    out = []
-    for axis, n in enumerate(g):
-        if not isinstance(n, int | np.integer) or isinstance(n, bool):
-            raise GridError(f"grid axis {axis} is {n!r}, not an int")
-        if n <= 0:
-            raise GridError(f"grid axis {axis} has size {n}; every axis must be at least 1")
-        out.append(int(n))
-    while len(out) < 3:
-        out.append(1)
-    return out[0], out[1], out[2]
 
 
 def raw_arg(value: Any) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 from tilec.compiler.artifact import Artifact
 
 from ._exceptions import ArgumentError, LaunchError, TargetError
-from ._launch import check_grid
+from ._grid import check_grid
 
 _CTYPES = {
     "ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,

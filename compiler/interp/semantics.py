@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -16,12 +16,20 @@ from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, elem_type, f32, shape_of
 from . import numerics as nx
 from .errors import InterpError, KernelAssertionError, located
-
-if TYPE_CHECKING:
-    from .machine import Machine
+from .memory import AddressSpace
 
 Array = np.ndarray
-Handler = Callable[[Operation, list[Array], "Machine"], "Array | list[Array] | None"]
+
+
+class Machine(Protocol):
+    """What a handler may read of the running program (machine.py's Machine provides it)."""
+
+    pid: tuple[int, ...]
+    grid: tuple[int, ...]
+    memory: AddressSpace
+
+
+Handler = Callable[[Operation, list[Array], Machine], "Array | list[Array] | None"]
 SEMANTICS: dict[str, Handler] = {}
 
 

@@ -12,6 +12,10 @@ from typing import Any
 
 from .types import Type
 
+# name -> OpSpec; ops.py declares every op into it (kept here so an Operation finds its spec without
+# importing the declarations back).
+OPS: dict[str, Any] = {}
+
 
 @dataclass(frozen=True)
 class Loc:
@@ -111,9 +115,7 @@ class Operation:
         return self.results[0]
 
     @property
-    def spec(self):
-        from .ops import OPS
-
+    def spec(self) -> Any:
         return OPS[self.name]
 
     def walk(self) -> Iterator[Operation]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import VerifyError
-from .core import Operation, error_location
+from .core import OPS, Operation, error_location
 from .types import (
     PointerType,
     ScalarType,
@@ -63,7 +63,6 @@ class OpSpec:
         return trait in self.traits
 
 
-OPS: dict[str, OpSpec] = {}
 
 
 def _op(name: str, operands, results=(1, 1), *, attrs=None, optional=None, regions=0, traits=(), verify=None, doc=""):

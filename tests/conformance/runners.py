@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from tilec import client
-from tilec.client._launch import BF16Array, check_grid
+from tilec.client._grid import check_grid
+from tilec.client._launch import BF16Array
 from tilec.compiler.frontend import build_ir
 from tilec.compiler.interp import run_kernel
 
