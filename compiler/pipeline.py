@@ -12,7 +12,11 @@ from typing import Any
 
 from .artifact import Artifact, CompileOptions, compiler_version, parse_target
 from .errors import CompileError
+from .frontend import KernelSource, build_ir, read_kernel
+from .frontend.reader import Budgets
 from .ir import Module, parse_module, print_module, verify_module
+from .passes import PassManager, pipeline
+from .request import CompileRequest
 
 Stage = Callable[[Any, dict], Any]
 STAGES: dict[str, list[tuple[str, Stage]]] = {}
@@ -26,11 +30,7 @@ def register_target(kind: str, stages: list[tuple[str, Stage]]) -> None:
 
 
 def run_passes(module: Module) -> Module:
-    """The machine-independent pipeline ("default"), when the passes package provides it."""
-    try:
-        from .passes import PassManager, pipeline
-    except ImportError:
-        return module
+    """The machine-independent pipeline ("default")."""
     return PassManager.from_names(pipeline("default")).run(module)
 
 
@@ -71,12 +71,14 @@ _register_cuda()
 
 
 def frontend_module(
-    source: str, name: str | None, signature: dict, constexprs: dict, hints: dict | None
+    source: str,
+    name: str | None,
+    signature: dict,
+    constexprs: dict,
+    hints: dict | None,
+    budgets: Budgets | None = None,
 ) -> Module:
-    from .frontend import build_ir, read_kernel
-
-    ks = read_kernel(source, name)
-    return build_ir(ks, signature, constexprs, hints=hints)
+    return build_ir(read_kernel(source, name, budgets=budgets), signature, constexprs, hints=hints)
 
 
 def ir_module(text: str, hints: dict | None) -> Module:
@@ -100,6 +102,23 @@ def compile_kernel(
     is_ir: bool = False,
 ) -> Artifact:
     """Compile Triton-language source (or tile IR text when is_ir) down to the stage named by `emit`."""
+    request = CompileRequest(
+        text=source_or_ir,
+        kind="ir" if is_ir else "source",
+        name=name,
+        signature=dict(signature or {}),
+        constexprs=dict(constexprs or {}),
+        hints=dict(hints or {}),
+        options=options,
+        emit=emit,
+    )
+    return compile_request(request)
+
+
+def compile_request(request: CompileRequest, kernel: KernelSource | None = None) -> Artifact:
+    """Run `request` through its target's stages. A source request is read once, with the request's
+    budgets; a caller that has read it already (to describe the kernel) passes that `kernel`."""
+    options = request.options
     try:
         kind, _ = parse_target(options.target)
     except ValueError as exc:
@@ -108,13 +127,16 @@ def compile_kernel(
     if stages is None:
         raise CompileError(f"target {options.target!r} has no backend installed here")
     names = [n for n, _ in stages]
-    emit = emit or names[-1]
+    emit = request.emit or names[-1]
     if emit not in names:
         raise CompileError(f"target {options.target} emits one of {names}, not {emit!r}")
-    if is_ir:
-        module = ir_module(source_or_ir, hints)
+    hints = request.hints or None
+    if request.kind == "ir":
+        module = ir_module(request.text, hints)
     else:
-        module = frontend_module(source_or_ir, name, signature or {}, constexprs or {}, hints)
+        kernel = kernel or read_kernel(request.text, request.name, budgets=request.budgets)
+        module = build_ir(kernel, request.signature, request.constexprs, hints=hints)
+    name = request.name
     if name is None and len(module.kernels) == 1:
         name = module.kernels[0].name
     meta: dict[str, Any] = {"kernel_name": name, "options": options}

@@ -25,7 +25,7 @@ _CTX.set_forkserver_preload(["tilec.server._preload"])
 
 
 class TaskFailed(Exception):
-    """A child ended without a result: kind is 'timeout', 'memory', 'crash', 'compile', 'unavailable', 'internal'."""
+    """A child ended without a result: kind is 'timeout', 'memory', 'crash', 'compile', 'tool', 'internal'."""
 
     def __init__(self, kind: str, info: Any) -> None:
         super().__init__(f"{kind}: {info}")
@@ -62,12 +62,9 @@ def _run_task(task: str, kwargs: dict) -> Any:
 
 def _describe(exc: BaseException) -> tuple[str, Any]:
     from tilec.compiler.errors import CompileError, ToolError
-    from tilec.server.worker import NotAvailable
 
     if isinstance(exc, CompileError):
         return "compile", exc.to_dict()
-    if isinstance(exc, NotAvailable):
-        return "unavailable", str(exc)
     if isinstance(exc, ToolError):
         return "tool", {"tool": exc.tool, "stderr": exc.stderr[-4000:], "repro": exc.repro}
     if isinstance(exc, RecursionError):

@@ -8,7 +8,9 @@ import hashlib
 import time
 from typing import Any
 
-from tilec.compiler.artifact import artifact_key, compiler_version, parse_target
+from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
+from tilec.compiler.frontend import Budgets
+from tilec.compiler.request import CompileRequest
 
 from . import errors as E
 from .db import crud
@@ -50,9 +52,6 @@ def task_error(exc: TaskFailed, state: AppState) -> E.ApiError:
         return E.ApiError(422, E.COMPILE_TIMEOUT, E.MSG_COMPILE_TIMEOUT.format(limit=s.compile_timeout_s))
     if exc.kind == "memory":
         return E.ApiError(422, E.COMPILE_MEMORY, E.MSG_COMPILE_MEMORY.format(limit=s.compile_memory_mb))
-    if exc.kind == "unavailable":
-        msg = E.MSG_FRONTEND_MISSING if exc.info == "frontend" else E.MSG_PIPELINE_MISSING.format(emit="binary")
-        return E.ApiError(422, E.NOT_AVAILABLE, msg)
     if exc.kind == "tool":
         return E.ApiError(422, E.COMPILE_FAILED, f"{exc.info['tool']} failed", **exc.info)
     if exc.kind == "crash":
@@ -224,17 +223,19 @@ async def compile_artifact(
 
 async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str) -> ArtifactPublic:
     constexprs = {**spec["constexprs"], **config["kwargs"]}
-    options = {"target": target, "num_warps": config["num_warps"], "num_stages": config["num_stages"]}
-    kwargs = {
-        "kind": kernel.kind,
-        "text": kernel.source if kernel.kind == "source" else kernel.ir,
-        "name": kernel.name,
-        "signature": spec["signature"],
-        "constexprs": constexprs,
-        "hints": spec["hints"],
-        "options": options,
-        "emit": spec["emit"],
-    }
+    options = CompileOptions(target=target, num_warps=config["num_warps"], num_stages=config["num_stages"])
+    request = CompileRequest(
+        text=kernel.source if kernel.kind == "source" else kernel.ir,
+        kind=kernel.kind,
+        name=kernel.name,
+        signature=spec["signature"],
+        constexprs=constexprs,
+        hints=spec["hints"],
+        options=options,
+        emit=spec["emit"],
+        budgets=Budgets(**state.budgets()),
+    )
+    kwargs = {"request": request}
     art = await run_task(state, "compile", kwargs)
     binary = art["binary"] or b""
     values = {

@@ -1,7 +1,9 @@
 """What runs inside a compile child process: reading kernels and compiling them.
 
-Untrusted source and IR are only ever parsed here, never in the API process. Results are plain
-dicts (picklable, JSON-able); a CompileError comes back as its to_dict(), tagged "compile".
+Untrusted source and IR are only ever parsed here, never in the API process. A compile takes one
+CompileRequest (with the frontend budgets of the service's settings) and reads its input once: the
+same reading describes the kernel and feeds the pipeline. Results are plain dicts (picklable,
+JSON-able); a CompileError comes back as its to_dict(), tagged "compile".
 """
 
 from __future__ import annotations
@@ -9,21 +11,15 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from tilec.compiler.artifact import CompileOptions, compiler_version
 from tilec.compiler.errors import CompileError
-from tilec.compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.frontend import Budgets, KernelSource, build_ir, read_kernel
+from tilec.compiler.ir import Module, parse_module, print_module, verify_module
+from tilec.compiler.pipeline import compile_request
+from tilec.compiler.request import CompileRequest
 
 
-class NotAvailable(Exception):
-    """The part of the compiler this request needs has not landed in this build."""
-
-
-def _type_text(t: Any) -> str:
-    return str(t)
-
-
-def _ir_kernel(module: Any, name: str | None) -> Any:
-    kernels = module.kernels() if callable(getattr(module, "kernels", None)) else module.kernels
+def _ir_kernel(module: Module, name: str | None) -> Any:
+    kernels = module.kernels
     if name is not None:
         fn = module.get(name)
         if fn is None:
@@ -35,22 +31,18 @@ def _ir_kernel(module: Any, name: str | None) -> Any:
     return kernels[0]
 
 
-def analyze(*, kind: str, text: str, name: str | None, budgets: dict, signature: dict | None) -> dict:
-    """Kernel key, name, params (and, when it can be built, the tile IR) of source or IR text."""
-    if kind == "ir":
-        module = parse_module(text)
-        verify_module(module)
-        ir = print_module(module)
-        fn = _ir_kernel(module, name)
-        params = [{"name": p.name, "annotation": _type_text(p.type)} for p in fn.params]
-        return {"key": hashlib.sha256(ir.encode()).hexdigest(), "name": fn.name, "params": params, "ir": ir}
-    try:
-        from tilec.compiler.frontend import Budgets, build_ir, read_kernel
-    except ImportError as exc:
-        raise NotAvailable("frontend") from exc
-    ks = read_kernel(text, name, budgets=Budgets(**budgets))
+def _describe_ir(text: str, name: str | None) -> dict:
+    module = parse_module(text)
+    verify_module(module)
+    ir = print_module(module)
+    fn = _ir_kernel(module, name)
+    params = [{"name": p.name, "annotation": str(p.type)} for p in fn.params]
+    return {"key": hashlib.sha256(ir.encode()).hexdigest(), "name": fn.name, "params": params, "ir": ir}
+
+
+def _describe_source(ks: KernelSource) -> dict:
     info = ks.to_dict()
-    out = {
+    return {
         "key": ks.key,
         "name": ks.name,
         "params": info.get("params", []),
@@ -58,72 +50,42 @@ def analyze(*, kind: str, text: str, name: str | None, budgets: dict, signature:
         "heuristics": info.get("heuristics") or {},
         "ir": None,
     }
+
+
+def analyze(*, kind: str, text: str, name: str | None, budgets: dict, signature: dict | None) -> dict:
+    """Kernel key, name, params (and, when it can be built, the tile IR) of source or IR text."""
+    if kind == "ir":
+        return _describe_ir(text, name)
+    ks = read_kernel(text, name, budgets=Budgets(**budgets))
+    out = _describe_source(ks)
     constexprs_all_default = all(p.has_default for p in ks.params if p.constexpr)
     if signature is not None and constexprs_all_default:
         out["ir"] = print_module(build_ir(ks, signature, {}))
     return out
 
 
-def compile_one(
-    *,
-    kind: str,
-    text: str,
-    name: str,
-    signature: dict,
-    constexprs: dict,
-    hints: dict,
-    options: dict,
-    emit: str,
-) -> dict:
-    """One compile through compiler.pipeline; an Artifact as a dict (binary as bytes)."""
-    try:
-        from tilec.compiler.pipeline import compile_kernel
-    except ImportError:
-        return _compile_without_pipeline(kind=kind, text=text, name=name, options=options, emit=emit)
-    art = compile_kernel(
-        text,
-        name,
-        signature=signature,
-        constexprs=constexprs,
-        hints=hints or None,
-        options=CompileOptions(**options),
-        emit=emit,
-        is_ir=kind == "ir",
+def compile_one(request: CompileRequest, describe: bool = False) -> dict:
+    """One compile through compiler.pipeline: the Artifact as a dict (binary as bytes), and with
+    `describe` the kernel as `analyze` sees it, from the same reading of the source."""
+    kernel = None
+    out: dict[str, Any] = {}
+    if request.kind == "source":
+        kernel = read_kernel(request.text, request.name, budgets=request.budgets)
+        if describe:
+            out["kernel"] = _describe_source(kernel)
+    elif describe:
+        out["kernel"] = _describe_ir(request.text, request.name)
+    art = compile_request(request, kernel)
+    out.update(
+        kernel_name=art.kernel_name,
+        binary=art.binary,
+        tir=art.tir,
+        llir=art.llir,
+        ptx=art.ptx,
+        metadata=art.metadata,
+        compiler_version=art.compiler_version,
     )
-    return {
-        "kernel_name": art.kernel_name,
-        "binary": art.binary,
-        "tir": art.tir,
-        "llir": art.llir,
-        "ptx": art.ptx,
-        "metadata": art.metadata,
-        "compiler_version": art.compiler_version or compiler_version(),
-    }
-
-
-def _compile_without_pipeline(*, kind: str, text: str, name: str, options: dict, emit: str) -> dict:
-    """Until compiler.pipeline lands: IR input, `emit tir` = the verified IR after the default passes."""
-    if emit != "tir" or kind != "ir":
-        raise NotAvailable("pipeline")
-    module = parse_module(text)
-    verify_module(module)
-    fn = _ir_kernel(module, name)
-    try:
-        from tilec.compiler.passes import PassManager, pipeline
-
-        PassManager.from_names(pipeline("default")).run(module)
-        verify_module(module)
-    except ImportError:
-        pass
-    return {
-        "kernel_name": fn.name,
-        "binary": b"",
-        "tir": print_module(module),
-        "llir": "",
-        "ptx": "",
-        "metadata": {"target": options.get("target")},
-        "compiler_version": compiler_version(),
-    }
+    return out
 
 
 TASKS = {"analyze": analyze, "compile": compile_one}

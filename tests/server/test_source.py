@@ -68,3 +68,34 @@ async def test_too_many_autotune_configs(make_client) -> None:  # noqa: ANN001 -
         r = await client.post("/v1/kernels", json={"source": SOFTMAX})
     assert r.status_code == 422
     assert r.json() == {"error": E.TOO_MANY_CONFIGS, "detail": E.MSG_TOO_MANY_CONFIGS.format(n=2, limit=1)}
+
+
+UNROLLED = """import triton
+import triton.language as tl
+
+@triton.jit
+def unrolled(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.static_range(STEPS):
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, acc, mask=offs < n)
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "constexprs", "word"),
+    [({"max_unroll": 8}, {"BLOCK": 64, "STEPS": 16}, "unroll"), ({"max_tile_elements": 1024}, {"BLOCK": 4096, "STEPS": 1}, "elements")],
+)
+async def test_compile_worker_honours_the_frontend_budgets_of_the_settings(
+    make_client, setting: dict, constexprs: dict, word: str  # noqa: ANN001 - fixture factory
+) -> None:
+    body = {"source": UNROLLED, "signature": {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+            "constexprs": constexprs, "target": "cpu", "emit": "tir"}
+    control = {**body, "constexprs": {k: v * 2 for k, v in constexprs.items()}}  # another artifact key
+    async with make_client() as client:  # the default budgets allow it
+        assert (await client.post("/v1/compile", json=control)).status_code == 200
+    async with make_client(**setting) as client:
+        r = await client.post("/v1/compile", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == E.COMPILE_ERROR and word in r.json()["detail"]
