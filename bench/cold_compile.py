@@ -82,8 +82,8 @@ CASES = {
     "matmul-cpu": _matmul("cpu"),
 }
 
-# The child: everything from its first line is timed. Stage timers wrap the pipeline's own stage list
-# (register_target) and its frontend hook, so the compile that runs is compile_kernel itself.
+# The child: everything from its first line is timed. Stage timers wrap the backend's own stage list
+# (backends.register_target) and the pipeline's frontend calls, so the compile that runs is compile_kernel itself.
 CHILD = r"""
 import time
 t0 = time.perf_counter()
@@ -104,21 +104,16 @@ def timed(label, fn):
             ms[label] = ms.get(label, 0.0) + (time.perf_counter() - s) * 1e3
     return run
 
-def frontend_module(source, name, signature, constexprs, hints):
-    s = time.perf_counter()
-    from tilec.compiler.frontend import build_ir, read_kernel
-    ks = read_kernel(source, name)
-    s1 = time.perf_counter()
-    m = build_ir(ks, signature, constexprs, hints=hints)
-    ms["read"] = (s1 - s) * 1e3
-    ms["build"] = (time.perf_counter() - s1) * 1e3
-    return m
-
-pipeline.frontend_module = frontend_module
-pipeline.run_passes = timed("passes", pipeline.run_passes)
+from tilec.compiler import backends, tir
+pipeline.read_kernel = timed("read", pipeline.read_kernel)
+pipeline.build_ir = timed("build", pipeline.build_ir)
+tir.run_passes = timed("passes", tir.run_passes)
 kind = "cpu" if case["target"] == "cpu" else "cuda"
 labels = {"tir": "tir rest", "gpu-tir": "gpu passes"}
-pipeline.register_target(kind, [(n, timed(labels.get(n, n), f)) for n, f in pipeline.STAGES[kind]])
+s_load = time.perf_counter()
+stage_list = backends.stages(kind)  # imports the backend: counted with the imports, as a plain compile pays it
+backend_ms = (time.perf_counter() - s_load) * 1e3
+backends.register_target(kind, [(n, timed(labels.get(n, n), f)) for n, f in stage_list])
 src = open(case["path"]).read()
 opts = CompileOptions(target=case["target"], num_warps=case["num_warps"], num_stages=case["num_stages"])
 profile = case.get("profile")
@@ -136,7 +131,7 @@ total = (t3 - t2) * 1e3
 ms["rest"] = total - sum(ms.values())
 ptx_instrs = sum(1 for ln in art.ptx.splitlines()
                  if ln.strip().endswith(";") and not ln.strip().startswith((".", "//")))
-print(json.dumps({"import_ms": (t1 - t0) * 1e3, "compile_ms": total, "stages": ms, "binary_bytes": len(art.binary),
+print(json.dumps({"import_ms": (t1 - t0) * 1e3 + backend_ms, "compile_ms": total, "stages": ms, "binary_bytes": len(art.binary),
                   "ptx_instructions": ptx_instrs, "regs": art.metadata.get("registers")}))
 """
 

@@ -18,8 +18,9 @@ import numpy as np  # noqa: E402
 
 from tests.kernels import KERNELS, source  # noqa: E402
 from tilec.compiler.artifact import CompileOptions  # noqa: E402
-from tilec.compiler.codegen.cpu import emit_object, lower_module, optimise  # noqa: E402
-from tilec.compiler.pipeline import _tir_stage, frontend_module  # noqa: E402
+from tilec.compiler.backends.cpu.target import emit_object, lower_module, optimise  # noqa: E402
+from tilec.compiler.pipeline import frontend_module  # noqa: E402
+from tilec.compiler.tir import tir_stage  # noqa: E402
 
 SLOW_CASES = (
     "matmul_f16_in_f32_acc",
@@ -64,7 +65,7 @@ def workloads() -> dict[str, tuple[str, str, dict, dict]]:
 def time_once(src: str, name: str, signature: dict, constexprs: dict) -> dict[str, float]:
     meta: dict = {"kernel_name": name, "options": CompileOptions()}
     t0 = time.perf_counter()
-    module = _tir_stage(frontend_module(src, name, signature, constexprs, None), meta)
+    module = tir_stage(frontend_module(src, name, signature, constexprs, None), meta)
     t1 = time.perf_counter()
     llir = str(lower_module(module, name)[0])
     t2 = time.perf_counter()

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import llvmlite.binding as llvm
 
 from tilec.compiler.artifact import Artifact
-from tilec.compiler.codegen.llvm_types import round_bf16_py
+from tilec.compiler.backends.llvm.types import round_bf16_py
 
 from ._exceptions import KernelAssertionError, LaunchError
 
@@ -74,7 +74,7 @@ class CpuKernel:
             )
         with _lock:
             _init_llvm()
-            from tilec.compiler.codegen.cpu import new_target_machine
+            from tilec.compiler.backends.cpu.target import new_target_machine
 
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(art.binary))

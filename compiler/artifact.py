@@ -101,7 +101,7 @@ def _tool_versions() -> str:
         parts.append(f"llvmlite={llvmlite.__version__}")
     except ImportError:  # pragma: no cover - llvmlite is a hard dependency
         parts.append("llvmlite=none")
-    from .codegen.nvptx import assembler_version  # ptxas or nvJitLink, whichever makes the cubins here
+    from .backends.cuda.nvptx import assembler_version  # ptxas or nvJitLink, whichever makes the cubins here
 
     parts.append(assembler_version())
     return ";".join(parts)

@@ -1,73 +1,21 @@
-"""The compile pipeline: source or tile IR -> an Artifact, as an ordered list of named stages per target.
+"""The compile pipeline: source or tile IR -> an Artifact, through the ordered stages of the target's backend.
 
-Each stage is `(ir, metadata) -> next ir`; `emit` names the stage to stop after. The cpu target runs
-`tir -> llir -> object`; the cuda backend registers its own list (`tir -> gpu-tir -> llir -> ptx -> cubin`)
-in STAGES under the key "cuda" (see register_target).
+Each stage is `(ir, metadata) -> next ir`; `emit` names the stage to stop after. The backend of a target
+kind (compiler/backends/<kind>/) is imported on first use: cpu runs `tir -> llir -> object`, cuda
+`tir -> gpu-tir -> llir -> ptx -> cubin`; both begin with the shared `tir` stage (compiler/tir.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from . import backends
 from .artifact import Artifact, CompileOptions, compiler_version, parse_target
 from .errors import CompileError
 from .frontend import KernelSource, build_ir, read_kernel
 from .frontend.reader import Budgets
-from .ir import Module, parse_module, print_module, verify_module
-from .passes import PassManager, pipeline
+from .ir import Module, parse_module, verify_module
 from .request import CompileRequest
-
-Stage = Callable[[Any, dict], Any]
-STAGES: dict[str, list[tuple[str, Stage]]] = {}
-
-
-def register_target(kind: str, stages: list[tuple[str, Stage]]) -> None:
-    """Install the stage list of a target kind ("cpu", "cuda"); the first stage must be "tir"."""
-    if not stages or stages[0][0] != "tir":
-        raise ValueError("a target's stages start with 'tir'")
-    STAGES[kind] = stages
-
-
-def run_passes(module: Module) -> Module:
-    """The machine-independent pipeline ("default")."""
-    return PassManager.from_names(pipeline("default")).run(module)
-
-
-def _tir_stage(module: Module, meta: dict) -> Module:
-    module = run_passes(module)
-    verify_module(module)
-    meta["tir"] = print_module(module)
-    return module
-
-
-def _cpu_llir(module: Module, meta: dict) -> str:
-    from .codegen.cpu import lower_module
-
-    ll, info = lower_module(module, meta["kernel_name"])
-    meta.update(info)
-    return str(ll)
-
-
-def _cpu_object(llir: str, meta: dict) -> bytes:
-    from .codegen.cpu import emit_object, optimise
-
-    opt = meta["options"].opt_level
-    mod = optimise(llir, opt)
-    meta["llir_optimised"] = str(mod)
-    return emit_object(mod, opt)
-
-
-register_target("cpu", [("tir", _tir_stage), ("llir", _cpu_llir), ("object", _cpu_object)])
-
-
-def _register_cuda() -> None:
-    from .codegen.cuda import stages  # the cuda backend's stage list (compiler/codegen/cuda.py)
-
-    register_target("cuda", stages())
-
-
-_register_cuda()
 
 
 def frontend_module(
@@ -123,7 +71,7 @@ def compile_request(request: CompileRequest, kernel: KernelSource | None = None)
         kind, _ = parse_target(options.target)
     except ValueError as exc:
         raise CompileError(str(exc)) from None
-    stages = STAGES.get(kind)
+    stages = backends.stages(kind)
     if stages is None:
         raise CompileError(f"target {options.target!r} has no backend installed here")
     names = [n for n, _ in stages]

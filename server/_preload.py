@@ -10,9 +10,9 @@ _MODULES = (
     "tilec.compiler.frontend",
     "tilec.compiler.passes",
     "tilec.compiler.pipeline",
-    "tilec.compiler.codegen.cpu",
-    "tilec.compiler.codegen.cuda",
-    "tilec.compiler.codegen.cuda_lower",
+    "tilec.compiler.backends.cpu.target",
+    "tilec.compiler.backends.cuda.target",
+    "tilec.compiler.backends.cuda.lower",
     "cuda.bindings.nvjitlink",
 )
 for _name in _MODULES:

@@ -128,7 +128,7 @@ def test_artifact_json_loads_without_recompiling(monkeypatch) -> None:
     x, y, out = _add_args(100)
     k[(1,)](x, y, out, 100, BLOCK=128)
     art = Artifact.from_json(next(iter(k.cache.values())).to_json())
-    import tilec.compiler.codegen.cpu as cpu
+    import tilec.compiler.backends.cpu.target as cpu
 
     def boom(*a, **kw):
         raise AssertionError("loading an artifact must not recompile")

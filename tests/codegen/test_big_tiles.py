@@ -1,4 +1,4 @@
-"""Big tiles on the cpu target (compiler/codegen/cpu_buffers.py): tiles above VECTOR_LIMIT elements live in
+"""Big tiles on the cpu target (compiler/backends/cpu/buffers.py): tiles above VECTOR_LIMIT elements live in
 buffers and are lowered as loops. The shape-op, reduction, scan, dot and cast tests of test_tiles.py and the
 elementwise tests of test_elementwise.py run again here with the limit at 0, so every tile, down to one
 element, takes the buffer path; the tests below add big tiles at the real limit, control flow carrying
@@ -12,8 +12,8 @@ import pytest
 
 from tilec.client._runtime_cpu import load
 from tilec.compiler.artifact import Artifact, compiler_version
-from tilec.compiler.codegen import cpu_buffers
-from tilec.compiler.codegen.cpu import emit_object, lower_module, optimise
+from tilec.compiler.backends.cpu import buffers as cpu_buffers
+from tilec.compiler.backends.cpu.target import emit_object, lower_module, optimise
 from tilec.compiler.errors import CompileError
 from tilec.compiler.ir import parse_module
 from tilec.compiler.pipeline import compile_kernel

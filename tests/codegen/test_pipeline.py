@@ -8,9 +8,10 @@ import mmap
 import numpy as np
 import pytest
 
-from tilec.compiler.codegen.cpu import optimise
+from tilec.compiler.backends.cpu.target import optimise
 from tilec.compiler.errors import CompileError, ToolError
-from tilec.compiler.pipeline import STAGES, compile_kernel
+from tilec.compiler.backends import stages
+from tilec.compiler.pipeline import compile_kernel
 
 from .kit import run_cpu
 
@@ -32,7 +33,7 @@ COPY = """module {
 
 
 def test_cpu_stages_in_order() -> None:
-    assert [n for n, _ in STAGES["cpu"]] == ["tir", "llir", "object"]
+    assert [n for n, _ in stages("cpu")] == ["tir", "llir", "object"]
 
 
 def test_emit_llir_and_object() -> None:

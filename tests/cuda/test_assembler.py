@@ -1,4 +1,4 @@
-"""The cubin assembler choice (codegen/nvptx.py): ptxas when one is found, nvJitLink when asked for or when
+"""The cubin assembler choice (backends/cuda/nvptx.py): ptxas when one is found, nvJitLink when asked for or when
 ptxas is missing or fails; both give a CUDA ELF with the kernel and its register count, and the compiler
 version names the assembler in use. No GPU needed."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.kernels import KERNELS, source
 from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.codegen import nvptx
+from tilec.compiler.backends.cuda import nvptx
 from tilec.compiler.errors import ToolError
 from tilec.compiler.pipeline import compile_kernel
 

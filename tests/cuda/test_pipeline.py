@@ -1,4 +1,4 @@
-"""Software pipelining of dot loops (passes/gpu_pipeline.py + codegen/cuda_pipeline.py) without a GPU:
+"""Software pipelining of dot loops (backends/cuda/passes/gpu_pipeline.py + backends/cuda/pipelined.py) without a GPU:
 the plan for the benchmark and tutorial matmuls (golden), the cp.async ring in the PTX, and the loops
 that must stay on the plain path."""
 
@@ -13,8 +13,8 @@ from tests.kernels import source
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import build_ir, read_kernel
 from tilec.compiler.passes import PassManager, pipeline
-from tilec.compiler.passes.gpu_layout import GpuLayoutPass
-from tilec.compiler.passes.gpu_pipeline import GpuPipelinePass
+from tilec.compiler.backends.cuda.passes.gpu_layout import GpuLayoutPass
+from tilec.compiler.backends.cuda.passes.gpu_pipeline import GpuPipelinePass
 from tilec.compiler.pipeline import compile_kernel
 
 BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
@@ -86,7 +86,7 @@ def test_cp_async_ring_in_ptx(stages: int) -> None:
 
 def test_dot_acc_fold_keeps_other_uses() -> None:
     """A dot whose product is also used elsewhere keeps its zero accumulator and the separate add."""
-    from tilec.compiler.passes.gpu_dot_acc import GpuDotAccPass
+    from tilec.compiler.backends.cuda.passes.gpu_dot_acc import GpuDotAccPass
 
     src = BENCH.replace("acc += tl.dot(a, b)", "p = tl.dot(a, b)\n        acc += p + p")
     module = build_ir(read_kernel(src, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)

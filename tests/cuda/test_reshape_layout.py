@@ -12,8 +12,8 @@ import pytest
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.ir import parse_module
 from tilec.compiler.passes import PassManager, pipeline
-from tilec.compiler.passes.gpu_layout import GpuLayoutPass, Layout, MmaSpec, blocked, mma_layout, scan_layout
-from tilec.compiler.passes.layout_reshape import flat_index, reshape_layout, unflat_index
+from tilec.compiler.backends.cuda.passes.gpu_layout import GpuLayoutPass, Layout, MmaSpec, blocked, mma_layout, scan_layout
+from tilec.compiler.backends.cuda.layout_reshape import flat_index, reshape_layout, unflat_index
 from tilec.compiler.pipeline import compile_kernel
 
 

@@ -14,7 +14,7 @@ from .test_wild_cpu import CPU_STEMS
 from .test_wild_kernels import CASES, WILD
 
 pytestmark = pytest.mark.skipif(gpu_reason() is not None, reason=gpu_reason() or "")
-# sort/flip/cat/topk are built on `reshape` (compiler/codegen/cuda_shape.py lowers it)
+# sort/flip/cat/topk are built on `reshape` (compiler/backends/cuda/shape.py lowers it)
 
 
 @pytest.mark.parametrize("stem", CPU_STEMS)

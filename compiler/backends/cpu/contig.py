@@ -9,11 +9,11 @@ from math import gcd
 
 from llvmlite import ir
 
-from ..ir.core import Operation, Value
-from ..ir.types import PointerType, TileType, elem_type
-from ..passes.ir_utils import defining_op
-from .llvm_tables import cast
-from .llvm_types import I64, PTR, kind_of, splat_const
+from ...ir.core import Operation, Value
+from ...ir.types import PointerType, TileType, elem_type
+from ...passes.ir_utils import defining_op
+from ..llvm.tables import cast
+from ..llvm.types import I64, PTR, kind_of, splat_const
 
 
 def _splat_source(v: Value) -> Value | None:

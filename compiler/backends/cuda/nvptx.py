@@ -18,7 +18,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from ..errors import ToolError
+from ...errors import ToolError
 
 PTX_FEATURES = "+ptx80"  # PTX ISA 8.0: accepted by nvJitLink/ptxas 12.x and 13.x for sm_70..sm_90
 

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..errors import CompileError
-from ..ir.core import Function, Operation, Value
-from ..ir.types import PointerType, TileType, elem_type, shape_of
-from ..passes.gpu_layout import Layout, LayoutPlan, is_lazy, log2
-from ..passes.gpu_pipeline import PipelinePlan
-from . import cuda_ops as ops
-from .cuda_memory import MemoryLowering
-from .cuda_misc import MiscLowering
-from .cuda_mma import MmaLowering
-from .cuda_pipeline import PipelineLowering
-from .cuda_reduce import ReduceLowering
-from .cuda_shape import ShapeLowering
+from ...errors import CompileError
+from ...ir.core import Function, Operation, Value
+from ...ir.types import PointerType, TileType, elem_type, shape_of
+from .passes.gpu_layout import Layout, LayoutPlan, is_lazy, log2
+from .passes.gpu_pipeline import PipelinePlan
+from . import ops
+from .memory import MemoryLowering
+from .misc import MiscLowering
+from .mma import MmaLowering
+from .pipelined import PipelineLowering
+from .reduce import ReduceLowering
+from .shape import ShapeLowering
 
 MAX_REGS_PER_THREAD = 4096
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.core import Function, Operation, Value
-from ..ir.ops import OPS
-from ..ir.types import TileType, elem_type, shape_of
-from .axis_analysis import AxisInfo, axis_analysis
-from .layout_reshape import reshape_layout
+from ....ir.core import Function, Operation, Value
+from ....ir.ops import OPS
+from ....ir.types import TileType, elem_type, shape_of
+from ....passes.axis_analysis import AxisInfo, axis_analysis
+from ..layout_reshape import reshape_layout
 
 Basis = tuple[int, ...]
 

@@ -1,6 +1,6 @@
 """Scalar lowering for the cuda target: (op, dtype) -> llvmlite builder calls on one element.
 
-Tiles are lowered register by register through these tables (compiler/codegen/cuda_lower.py).
+Tiles are lowered register by register through these tables (compiler/backends/cuda/lower.py).
 bf16 values live in f32 registers (the interpreter's semantics: rounding happens on store and cast);
 f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does, the rest call libdevice.
 """
@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from ..errors import CompileError
-from ..ir.types import PointerType, ScalarType
+from ...errors import CompileError
+from ...ir.types import PointerType, ScalarType
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # gpu_layout imports this module
-    from .gpu_layout import Layout
+    from .passes.gpu_layout import Layout
 
 Basis = tuple[int, ...]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..errors import CompileError
-from ..ir.core import Operation
-from ..ir.types import ScalarType, elem_type
-from . import cuda_ops as ops
+from ...errors import CompileError
+from ...ir.core import Operation
+from ...ir.types import ScalarType, elem_type
+from . import ops
 
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 _BOOL_RMW = {"add": "xor", "max": "or", "min": "and", "xchg": "xchg", "and": "and", "or": "or", "xor": "xor"}

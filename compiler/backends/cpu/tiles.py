@@ -1,5 +1,5 @@
 """Lowering of tile-shape ops and dot. Small tiles: splat, broadcast, reshape and trans are one shufflevector
-each. Big tiles (cpu_buffers.py): splat is a uniform tile, reshape reuses the buffer, broadcast and trans
+each. Big tiles (buffers.py): splat is a uniform tile, reshape reuses the buffer, broadcast and trans
 copy rows through strided loops, and dot is a loop nest over (M, N-chunks, K) with the accumulator chunk
 in registers.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..ir.core import Operation
-from ..ir.types import TileType, shape_of
-from .cpu_buffers import (
+from ...ir.core import Operation
+from ...ir.types import TileType, shape_of
+from .buffers import (
     Big,
     as_big,
     chunk_width,
@@ -25,10 +25,10 @@ from .cpu_buffers import (
     store_chunk,
     vec_type,
 )
-from .cpu_lower import HANDLERS, FunctionLowering
-from .llvm_loops import counted_loop, entry_alloca
-from .llvm_tables import BINARY, cast
-from .llvm_types import F32, I32, is_bf16, kind_of, round_bf16, scalar_ll
+from .lower import HANDLERS, FunctionLowering
+from ..llvm.loops import counted_loop, entry_alloca
+from ..llvm.tables import BINARY, cast
+from ..llvm.types import F32, I32, is_bf16, kind_of, round_bf16, scalar_ll
 
 
 def _shuffle(b: ir.IRBuilder, x: ir.Value, index: np.ndarray) -> ir.Value:

@@ -8,11 +8,11 @@ source's blocked layout and an explicit conversion.
 
 from __future__ import annotations
 
-from ..errors import CompileError
-from ..ir.core import Operation
-from ..ir.types import elem_type
-from ..passes.gpu_layout import Layout
-from ..passes.layout_reshape import reshape_layout
+from ...errors import CompileError
+from ...ir.core import Operation
+from ...ir.types import elem_type
+from .passes.gpu_layout import Layout
+from .layout_reshape import reshape_layout
 
 
 class ShapeLowering:

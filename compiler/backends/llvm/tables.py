@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from .llvm_loops import map_lanes
-from .llvm_types import F32, F64, I1, declare, intrinsic, splat_const
+from .loops import map_lanes
+from .types import F32, F64, I1, declare, intrinsic, splat_const
 
 Binary = Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]
 Unary = Callable[[ir.IRBuilder, ir.Value], ir.Value]

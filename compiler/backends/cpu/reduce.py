@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from ..ir.core import Operation
-from ..ir.types import TileType, shape_of
-from .cpu_buffers import (
+from ...ir.core import Operation
+from ...ir.types import TileType, shape_of
+from .buffers import (
     Big,
     as_big,
     chunk_width,
@@ -27,10 +27,10 @@ from .cpu_buffers import (
     store_chunk,
     vec_type,
 )
-from .cpu_lower import HANDLERS, FunctionLowering, lowering_error
-from .llvm_loops import counted_loop, entry_alloca
-from .llvm_tables import BINARY, CMP
-from .llvm_types import I32, declare, is_bf16, kind_of, mangle, round_bf16, scalar_ll
+from .lower import HANDLERS, FunctionLowering, lowering_error
+from ..llvm.loops import counted_loop, entry_alloca
+from ..llvm.tables import BINARY, CMP
+from ..llvm.types import I32, declare, is_bf16, kind_of, mangle, round_bf16, scalar_ll
 
 _VECTOR_REDUCE = {
     ("sum", "float"): "fadd", ("prod", "float"): "fmul", ("max", "float"): "fmax", ("min", "float"): "fmin",

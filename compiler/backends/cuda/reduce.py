@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..errors import CompileError
-from ..ir.core import Operation
-from ..ir.types import ScalarType, TileType, elem_type
-from ..passes.gpu_layout import Layout
-from . import cuda_ops as ops
+from ...errors import CompileError
+from ...ir.core import Operation
+from ...ir.types import ScalarType, TileType, elem_type
+from .passes.gpu_layout import Layout
+from . import ops
 
 
 class ReduceLowering:

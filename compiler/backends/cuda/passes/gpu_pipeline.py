@@ -1,7 +1,7 @@
 """Software-pipelining plan for the cuda target: which `for` loops feed tensor-core dots from global
 loads, and how the cp.async ring of shared buffers that runs num_stages-1 iterations ahead is laid out.
 
-The pass only plans (the IR is unchanged); compiler/codegen/cuda_pipeline.py emits the prologue, the
+The pass only plans (the IR is unchanged); compiler/backends/cuda/pipelined.py emits the prologue, the
 ring and the waits from the plan.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import gcd
 
-from ..ir.core import Block, Function, Operation, Value, uses_in
-from ..ir.types import TileType, elem_type, shape_of
-from .axis_analysis import RULES, AxisInfo, unknown
+from ....ir.core import Block, Function, Operation, Value, uses_in
+from ....ir.types import TileType, elem_type, shape_of
+from ....passes.axis_analysis import RULES, AxisInfo, unknown
 from .gpu_layout import Layout, LayoutPlan, blocked, is_lazy
 
 PAD = 16  # bytes after each staged row: the 8 rows an ldmatrix phase reads fall in distinct banks

@@ -1,18 +1,19 @@
 """The cuda target's stages: tir -> gpu-tir (layouts) -> llir (NVVM) -> ptx -> cubin.
 
-`stages()` is what compiler.pipeline registers under "cuda"; each stage is `(ir, meta) -> next`.
+STAGES is the list the backend registry hands the pipeline for "cuda"; each stage is `(ir, meta) -> next`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..artifact import parse_target
-from ..errors import CompileError
-from ..ir.core import Function, Module
-from ..passes.gpu_dot_acc import GpuDotAccPass
-from ..passes.gpu_layout import GpuLayoutPass, LayoutPlan, is_pow2_shape
-from ..passes.gpu_pipeline import GpuPipelinePass, PipelinePlan
+from ...artifact import parse_target
+from ...errors import CompileError
+from ...ir.core import Function, Module
+from ...tir import tir_stage
+from .passes.gpu_dot_acc import GpuDotAccPass
+from .passes.gpu_layout import GpuLayoutPass, LayoutPlan, is_pow2_shape
+from .passes.gpu_pipeline import GpuPipelinePass, PipelinePlan
 from . import nvptx
 
 
@@ -65,7 +66,7 @@ def gpu_tir(module: Module, meta: dict) -> GpuModule:
 
 
 def llir(gm: GpuModule, meta: dict) -> str:
-    from .cuda_lower import lower_kernel
+    from .lower import lower_kernel
 
     module, info = lower_kernel(gm.fn, gm.plan, _sm(meta), gm.pipes)
     meta.update(info)
@@ -97,7 +98,4 @@ def cubin(ptx_text: str, meta: dict) -> bytes:
     return binary
 
 
-def stages() -> list:
-    from ..pipeline import _tir_stage
-
-    return [("tir", _tir_stage), ("gpu-tir", gpu_tir), ("llir", llir), ("ptx", ptx), ("cubin", cubin)]
+STAGES = [("tir", tir_stage), ("gpu-tir", gpu_tir), ("llir", llir), ("ptx", ptx), ("cubin", cubin)]

@@ -1,4 +1,4 @@
-"""Software-pipelined `for` loops for the cuda lowering (the plan comes from passes/gpu_pipeline.py).
+"""Software-pipelined `for` loops for the cuda lowering (the plan comes from backends/cuda/passes/gpu_pipeline.py).
 
 The planned loads are copied by cp.async into a ring of `stages` shared buffers: a prologue issues
 iterations 0..S-2, and iteration i waits for its own group, syncs the block (which also frees the
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..ir.core import Operation
-from ..ir.types import elem_type
-from ..passes.gpu_pipeline import LoopPipeline
-from . import cuda_ops as ops
+from ...ir.core import Operation
+from ...ir.types import elem_type
+from .passes.gpu_pipeline import LoopPipeline
+from . import ops
 
 
 def _c(x: int) -> ir.Constant:

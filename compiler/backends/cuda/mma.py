@@ -3,7 +3,7 @@ f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf3
 (m16n8k32).
 
 Both operands sit row-major in shared memory (staged from registers here, or copied by cp.async into
-a pipelined loop's ring, cuda_pipeline.py), each row padded (gpu_pipeline.operand_stride) so the
+a pipelined loop's ring, pipelined.py), each row padded (gpu_pipeline.operand_stride) so the
 rows a fragment read touches fall in distinct banks, and are read into the instruction's fragments
 with ldmatrix (16-bit B with ldmatrix.trans; 8-bit B is staged transposed, N x K, because ldmatrix
 only transposes 16-bit elements; tf32 B with 32-bit loads). The accumulator never leaves the mma layout (gpu_layout.mma_layout):
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..ir.core import Operation
-from ..ir.types import elem_type
-from ..passes.gpu_layout import Layout, MmaSpec, log2
-from ..passes.gpu_pipeline import operand_stride
-from . import cuda_ops as ops
+from ...ir.core import Operation
+from ...ir.types import elem_type
+from .passes.gpu_layout import Layout, MmaSpec, log2
+from .passes.gpu_pipeline import operand_stride
+from . import ops
 
 
 def _c(x: int) -> ir.Constant:
@@ -29,7 +29,7 @@ class MmaLowering:
     def op_dot(self, op: Operation) -> None:
         spec = self.plan.mma.get(op)
         if spec is None:
-            super().op_dot(op)  # the FMA path (cuda_reduce.py)
+            super().op_dot(op)  # the FMA path (reduce.py)
             return
         a, c = op.operands[0], op.operands[2]
         k = a.type.shape[1]
@@ -57,7 +57,7 @@ class MmaLowering:
         self.define(op.result, lay, acc)
 
     def ring_operand(self, op: Operation, index: int):
-        return None  # cuda_pipeline.py answers for operands copied into a ring
+        return None  # pipelined.py answers for operands copied into a ring
 
     def _stage_operands(self, op: Operation, spec: MmaSpec, staged: list, vals: dict, lays: dict, ring: list, eight: bool):
         """Store the register operands row-major into scratch (8-bit B transposed); their (base, stride)."""

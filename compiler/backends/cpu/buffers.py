@@ -3,7 +3,7 @@ one slot per element, i1 as a byte) or is a uniform value, never one huge LLVM v
 them run as a loop over CHUNK-lane vectors, so the LLVM IR stays small however large the tile.
 
 A buffer is written once, by the op that defines its value (values are immutable); loops and ifs copy
-carried values into buffers of their own (cpu_control.py), so no op ever reads a buffer it is writing.
+carried values into buffers of their own (control.py), so no op ever reads a buffer it is writing.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from math import gcd
 
 from llvmlite import ir
 
-from ..ir.core import Operation, Value
-from ..ir.ops import ELEMENTWISE, OPS
-from ..ir.types import TileType, Type, elem_type
-from .llvm_loops import counted_loop, elem_ptr, entry_alloca
-from .llvm_types import I1, I8, I32, I64, PTR, declare, scalar_ll, splat_const
+from ...ir.core import Operation, Value
+from ...ir.ops import ELEMENTWISE, OPS
+from ...ir.types import TileType, Type, elem_type
+from ..llvm.loops import counted_loop, elem_ptr, entry_alloca
+from ..llvm.types import I1, I8, I32, I64, PTR, declare, scalar_ll, splat_const
 
 VECTOR_LIMIT = 64  # tiles up to this many elements stay one LLVM vector (bench/cpu_compile_time.py: larger
 # vectors, 2-D ones with masks above all, make LLVM codegen slow: 16x16 f16 dot tiles take 1.4 s at 256)

@@ -1,8 +1,8 @@
 """Lowers one tile-IR function to an LLVM function: the walker, its op table, and the elementwise ops.
 
 Each op name maps to a handler `(FunctionLowering, op) -> list of LLVM values` (one per result);
-handlers for memory, tile-shape, reduction and control ops live in cpu_memory.py, cpu_tiles.py,
-cpu_reduce.py and cpu_control.py and register themselves into HANDLERS. Big tiles: cpu_buffers.py.
+handlers for memory, tile-shape, reduction and control ops live in memory.py, tiles.py,
+reduce.py and control.py and register themselves into HANDLERS. Big tiles: buffers.py.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from collections.abc import Callable
 import numpy as np
 from llvmlite import ir
 
-from ..errors import CompileError
-from ..ir.core import Block, Function, Operation, Value, error_location
-from ..ir.ops import ELEMENTWISE_BINARY, MATH_UNARY, TERMINATORS
-from ..ir.types import PointerType, TileType, Type, elem_type
-from .cpu_buffers import STACK_LIMIT, Big, copy, is_big, is_elementwise, lower_chunked, make_range_big
-from .llvm_loops import counted_loop, entry_alloca, load_elem
-from .llvm_tables import BINARY, CMP, UNARY, cast, fma
-from .llvm_types import (
+from ...errors import CompileError
+from ...ir.core import Block, Function, Operation, Value, error_location
+from ...ir.ops import ELEMENTWISE_BINARY, MATH_UNARY, TERMINATORS
+from ...ir.types import PointerType, TileType, Type, elem_type
+from .buffers import STACK_LIMIT, Big, copy, is_big, is_elementwise, lower_chunked, make_range_big
+from ..llvm.loops import counted_loop, entry_alloca, load_elem
+from ..llvm.tables import BINARY, CMP, UNARY, cast, fma
+from ..llvm.types import (
     I8,
     I16,
     I32,
@@ -80,7 +80,7 @@ class FunctionLowering:
     def axis_info(self, v: Value):
         """tilec.compiler.passes.axis_analysis's AxisInfo of `v` (None when it is not tracked)."""
         if self._axis is None:
-            from ..passes.axis_analysis import axis_analysis
+            from ...passes.axis_analysis import axis_analysis
 
             self._axis = axis_analysis(self.fn)
         return self._axis.get(v)

@@ -1,6 +1,6 @@
 """Tile IR types as LLVM types, constants, intrinsic declarations and bf16 rounding; shared by the targets.
 
-A small tile is one flat LLVM vector in row-major order (big ones live in buffers: cpu_buffers.py); pointers (scalar or tile) are held as i64 addresses.
+A small tile is one flat LLVM vector in row-major order (big ones live in buffers: backends/cpu/buffers.py); pointers (scalar or tile) are held as i64 addresses.
 bf16 values live in `float` registers and are rounded to bf16 after every op that makes one; in memory
 they are 16-bit integers holding the bf16 bits.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir.types import PointerType, ScalarType, TileType, Type, bf16, elem_type
+from ...ir.types import PointerType, ScalarType, TileType, Type, bf16, elem_type
 
 I1, I8, I16, I32, I64 = (ir.IntType(b) for b in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()

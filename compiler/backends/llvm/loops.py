@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from .llvm_types import I64, PTR
+from .types import I64, PTR
 
 _UNROLL_LANES = 16
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.core import Block, Function, Operation, Value, replace_all_uses, uses_in
+from ....ir.core import Block, Function, Operation, Value, replace_all_uses, uses_in
 
 
 def _is_zero(v: Value) -> bool:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..errors import CompileError
-from ..ir.core import Operation
-from ..ir.types import TileType, elem_type
-from ..passes.gpu_layout import Layout
-from . import cuda_ops as ops
+from ...errors import CompileError
+from ...ir.core import Operation
+from ...ir.types import TileType, elem_type
+from .passes.gpu_layout import Layout
+from . import ops
 
 MAX_SMEM = 227 * 1024
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}

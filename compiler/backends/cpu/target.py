@@ -1,4 +1,4 @@
-"""The cpu target: a tile-IR module -> an LLVM module with a grid function -> an optimised host object.
+"""The cpu target's stages: a tile-IR module -> an LLVM module with a grid function -> an optimised host object.
 
 The grid function `<kernel>__grid(ptr args, i64 start, i64 end, i32 g0, i32 g1, i32 g2) -> i32` runs the
 programs whose linear ids lie in [start, end) (pid0 fastest); arguments come packed in 8-byte slots.
@@ -12,13 +12,14 @@ from functools import cache
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..errors import CompileError, ToolError
-from ..ir.core import Function, Module
-from ..ir.types import PointerType, ScalarType
-from . import cpu_control, cpu_memory, cpu_reduce, cpu_tiles  # noqa: F401 - they register their op handlers
-from .cpu_lower import FunctionLowering, function_type
-from .llvm_loops import counted_loop
-from .llvm_types import I32, I64, PTR, ll_type
+from ...errors import CompileError, ToolError
+from ...ir.core import Function, Module
+from ...ir.types import PointerType, ScalarType
+from ...tir import tir_stage
+from . import control, memory, reduce, tiles  # noqa: F401 - they register their op handlers
+from .lower import FunctionLowering, function_type
+from ..llvm.loops import counted_loop
+from ..llvm.types import I32, I64, PTR, ll_type
 
 SLOT_BYTES = 8
 
@@ -149,3 +150,22 @@ def emit_object(mod: llvm.ModuleRef, opt_level: int = 3) -> bytes:
         return target_machine(opt_level).emit_object(mod)
     except RuntimeError as exc:
         raise ToolError("llvm (codegen)", str(exc), repro="llc -filetype=obj <kernel>.ll") from exc
+
+
+# ---- the stages --------------------------------------------------------------------------------
+
+
+def llir_stage(module: Module, meta: dict) -> str:
+    ll, info = lower_module(module, meta["kernel_name"])
+    meta.update(info)
+    return str(ll)
+
+
+def object_stage(llir: str, meta: dict) -> bytes:
+    opt = meta["options"].opt_level
+    mod = optimise(llir, opt)
+    meta["llir_optimised"] = str(mod)
+    return emit_object(mod, opt)
+
+
+STAGES = [("tir", tir_stage), ("llir", llir_stage), ("object", object_stage)]

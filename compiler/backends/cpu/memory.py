@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from ..ir.core import Operation
-from ..ir.types import PointerType, ScalarType, TileType, elem_type
-from .cpu_buffers import (
+from ...ir.core import Operation
+from ...ir.types import PointerType, ScalarType, TileType, elem_type
+from .buffers import (
     Big,
     as_big,
     chunk_width,
@@ -26,11 +26,11 @@ from .cpu_buffers import (
     slot_type,
     store_chunk,
 )
-from .cpu_contig import contiguous_address, last_axis_run
-from .cpu_lower import HANDLERS, FunctionLowering, lowering_error
-from .llvm_loops import counted_loop, entry_alloca
-from .llvm_tables import BINARY
-from .llvm_types import (
+from .contig import contiguous_address, last_axis_run
+from .lower import HANDLERS, FunctionLowering, lowering_error
+from ..llvm.loops import counted_loop, entry_alloca
+from ..llvm.tables import BINARY
+from ..llvm.types import (
     I1,
     I8,
     I32,

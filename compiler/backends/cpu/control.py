@@ -1,6 +1,6 @@
 """Lowering of the region ops (for, if, while) and calls to LLVM basic blocks with phis.
 
-Big tiles (cpu_buffers.py) are not phis: each carried or merged big value gets a buffer of its own, and the
+Big tiles (buffers.py) are not phis: each carried or merged big value gets a buffer of its own, and the
 values flowing into it are copied there (so a loop body never overwrites a buffer it still reads).
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir.core import Operation, Value
-from .cpu_buffers import Big, as_buffer, copy, is_big, new_buffer
-from .cpu_lower import HANDLERS, FunctionLowering, lowering_error
-from .llvm_types import kind_of, splat_const
+from ...ir.core import Operation, Value
+from .buffers import Big, as_buffer, copy, is_big, new_buffer
+from .lower import HANDLERS, FunctionLowering, lowering_error
+from ..llvm.types import kind_of, splat_const
 
 
 def _yielded(lw: FunctionLowering, term: Operation | None, op: Operation) -> list:

@@ -1,0 +1,1 @@
+"""LLVM IR helpers shared by the backends (llvmlite): types and constants, loops, (op, dtype) tables."""
