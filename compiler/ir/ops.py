@@ -1,4 +1,6 @@
 """Every op of the tile IR, declared in one table: operands, attributes, regions, traits, verifier.
+An attribute whose name has a dot (`gpu.layout`) belongs to a backend, which records its decisions in
+them: any op may carry one, and the backend that reads it checks it.
 
 Semantics (the reference interpreter, compiler/interp, is the executable statement of them):
 - Integer arithmetic wraps modulo 2^bits. `div`/`rem` on integers truncate toward zero and take the
@@ -452,7 +454,7 @@ def verify_op_shape(op: Operation) -> None:
     for k in op.attrs:
         if k in spec.optional_attrs:
             _check_attr(op, k, spec.optional_attrs[k])
-        elif k not in spec.attrs:
+        elif k not in spec.attrs and "." not in k:  # `gpu.layout`: a backend's, which the backend checks
             fail(op, f"has unknown attribute '{k}'")
 
 

@@ -20,7 +20,7 @@ _TOKEN = re.compile(
   | (?P<value>%[A-Za-z0-9_.$]+)
   | (?P<symbol>@[A-Za-z_][A-Za-z0-9_.$]*)
   | (?P<number>-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)|-inf|-nan)
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<arrow>->)
   | (?P<punct>[{}()\[\]<>,:=^x])
     """,

@@ -1,6 +1,7 @@
 """The pass manager: runs named passes in order, verifying the module after each one, with optional
 per-pass timing and IR dumps. Pass specs are `name` or `name{option=value,...}`; pipeline names
-(`default`) expand to their passes.
+(`default`) expand to their passes. A registry (name -> class) other than PASSES may be given: tilec-opt
+adds the backends' passes to it.
 """
 
 from __future__ import annotations
@@ -15,19 +16,7 @@ from ..errors import CompileError, VerifyError
 from ..ir.core import Module
 from ..ir.printer import print_module
 from ..ir.verifier import verify_module
-
-PIPELINES: dict[str, list[str]] = {
-    # inline first so every later pass sees one function; canonicalize before cse so folded constants
-    # merge; licm after cse (fewer copies to move); mask-simplify once ranges are exact; canonicalize
-    # again to fold what the masks exposed; dce last to drop everything left unused.
-    "default": ["inline", "canonicalize", "cse", "licm", "mask-simplify", "canonicalize", "cse", "dce"],
-}
-
-
-def pipeline(name: str) -> list[str]:
-    if name not in PIPELINES:
-        raise CompileError(f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})", filename="<passes>")
-    return list(PIPELINES[name])
+from .registry import PASSES, PIPELINES, pipeline
 
 
 class PassManager:
@@ -42,8 +31,9 @@ class PassManager:
         self.timings: list[tuple[str, float]] = []
 
     @classmethod
-    def from_names(cls, names: Iterable[str], **kwargs: Any) -> PassManager:
-        return cls([make_pass(spec) for n in names for spec in _expand(n)], **kwargs)
+    def from_names(cls, names: Iterable[str], *, registry: dict[str, type] | None = None, **kwargs: Any) -> PassManager:
+        registry = PASSES if registry is None else registry
+        return cls([make_pass(spec, registry) for n in names for spec in _expand(n, registry)], **kwargs)
 
     def run(self, module: Module) -> Module:
         """Run every pass on `module` in place; a pass that leaves invalid IR raises naming the pass."""
@@ -69,11 +59,9 @@ class PassManager:
         return "\n".join(lines) + "\n"
 
 
-def _expand(name: str) -> list[str]:
-    from . import PASSES
-
+def _expand(name: str, registry: dict[str, type]) -> list[str]:
     bare = name.split("{", 1)[0].strip()
-    if bare in PIPELINES and bare not in PASSES:
+    if bare in PIPELINES and bare not in registry:
         return pipeline(bare)
     return [name.strip()]
 
@@ -86,14 +74,14 @@ def _verify_after(name: str, module: Module) -> None:
                           line=e.line, col=e.col, source_line=e.source_line) from e
 
 
-def make_pass(spec: str):
-    """A pass from `name` or `name{key=value,...}`; values are converted to the option's field type."""
-    from . import PASSES
-
+def make_pass(spec: str, registry: dict[str, type] | None = None):
+    """A pass from `name` or `name{key=value,...}` in `registry` (PASSES when None); values are converted
+    to the option's field type."""
+    registry = PASSES if registry is None else registry
     name, opts = _split_spec(spec)
-    cls = PASSES.get(name)
+    cls = registry.get(name)
     if cls is None:
-        known = ", ".join(sorted([*PASSES, *PIPELINES]))
+        known = ", ".join(sorted([*registry, *PIPELINES]))
         raise CompileError(f"unknown pass '{name}' (known: {known})", filename="<passes>")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}

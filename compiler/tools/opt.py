@@ -3,6 +3,7 @@
   tilec-opt FILE.tir -p canonicalize,cse [--print-ir-after-all] [--print-ir-after NAME] [--timing]
 With no passes it round-trips the IR (parse, verify, print). `-` reads stdin. `--split-input-file`
 treats each `// -----` separated chunk as its own module. Errors print the CompileError and exit 1.
+Besides the machine-independent passes it knows every backend's (`gpu-layout`, ...).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..backends import backend_passes
 from ..errors import CompileError
 from ..ir.parser import parse_module
 from ..ir.printer import print_module
 from ..ir.verifier import verify_module
+from ..passes import PASSES
 from ..passes.manager import PassManager, split_pass_list
 
 SPLIT_MARKER = "// -----"
@@ -57,7 +60,8 @@ def run_chunk(text: str, offset: int, filename: str, args: argparse.Namespace) -
     module = parse_module("\n" * offset + text, filename)
     if not args.no_verify:
         verify_module(module)
-    pm = PassManager.from_names(split_pass_list(args.passes), print_ir_after_all=args.print_ir_after_all,
+    pm = PassManager.from_names(split_pass_list(args.passes), registry={**PASSES, **backend_passes()},
+                                print_ir_after_all=args.print_ir_after_all,
                                 print_ir_after=args.print_ir_after, timing=args.timing,
                                 verify=not args.no_verify)
     pm.run(module)

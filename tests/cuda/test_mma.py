@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.backends.cuda.passes.gpu_layout import MmaSpec, mma_layout
+from tilec.compiler.backends.cuda.layouts import MmaSpec, mma_layout
 from tilec.compiler.pipeline import compile_kernel
 
 SRC = """import triton

@@ -13,8 +13,8 @@ from tests.kernels import source
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import build_ir, read_kernel
 from tilec.compiler.passes import PassManager, pipeline
-from tilec.compiler.backends.cuda.passes.gpu_layout import GpuLayoutPass
-from tilec.compiler.backends.cuda.passes.gpu_pipeline import GpuPipelinePass
+from tilec.compiler.backends.cuda.passes import GpuLayoutPass, GpuPipelinePass
+from tilec.compiler.backends.cuda.plan import read_layouts, read_pipeline
 from tilec.compiler.pipeline import compile_kernel
 
 BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
@@ -34,9 +34,9 @@ def tutorial() -> str:
 def plan_text(src: str, name: str, sig: dict, consts: dict, hints: dict, num_warps: int = 4, stages: int = 3) -> str:
     module = build_ir(read_kernel(src, name), sig, consts, hints=hints)
     PassManager.from_names(pipeline("default")).run(module)
+    PassManager([GpuLayoutPass(num_warps=num_warps, sm=90), GpuPipelinePass(num_stages=stages)]).run(module)
     fn = module.kernels[0]
-    layouts = GpuLayoutPass(num_warps=num_warps, sm=90).run(fn)
-    return GpuPipelinePass(num_stages=stages).run(fn, layouts).describe()
+    return read_pipeline(fn, read_layouts(fn)).describe()
 
 
 def compile_bench(consts: dict, sig: dict | None = None, num_warps: int = 4, stages: int = 3, sm: int = 90):
@@ -86,14 +86,14 @@ def test_cp_async_ring_in_ptx(stages: int) -> None:
 
 def test_dot_acc_fold_keeps_other_uses() -> None:
     """A dot whose product is also used elsewhere keeps its zero accumulator and the separate add."""
-    from tilec.compiler.backends.cuda.passes.gpu_dot_acc import GpuDotAccPass
+    from tilec.compiler.backends.cuda.passes import GpuDotAccPass
 
     src = BENCH.replace("acc += tl.dot(a, b)", "p = tl.dot(a, b)\n        acc += p + p")
     module = build_ir(read_kernel(src, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)
-    assert GpuDotAccPass().run(module.kernels[0]) == 0
+    assert GpuDotAccPass().fold(module.kernels[0]) == 0
     module = build_ir(read_kernel(BENCH, "matmul_plain"), SIG, {"BM": 64, "BN": 64, "BK": 32}, hints=HINTS)
     fn = module.kernels[0]
-    assert GpuDotAccPass().run(fn) == 1
+    assert GpuDotAccPass().fold(fn) == 1
     from tilec.compiler.ir.verifier import verify_module
 
     verify_module(module)

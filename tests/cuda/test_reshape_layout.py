@@ -12,8 +12,10 @@ import pytest
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.ir import parse_module
 from tilec.compiler.passes import PassManager, pipeline
-from tilec.compiler.backends.cuda.passes.gpu_layout import GpuLayoutPass, Layout, MmaSpec, blocked, mma_layout, scan_layout
 from tilec.compiler.backends.cuda.layout_reshape import flat_index, reshape_layout, unflat_index
+from tilec.compiler.backends.cuda.layouts import Layout, MmaSpec, blocked, mma_layout, scan_layout
+from tilec.compiler.backends.cuda.passes import GpuLayoutPass
+from tilec.compiler.backends.cuda.plan import read_layouts
 from tilec.compiler.pipeline import compile_kernel
 
 
@@ -146,7 +148,8 @@ def test_layout_pass_gives_reshapes_the_moved_layout() -> None:
     """)
     m = PassManager.from_names(pipeline("default")).run(parse_module(text))
     fn = m.kernels[0]
-    plan = GpuLayoutPass(num_warps=4, sm=90).run(fn)
+    GpuLayoutPass(num_warps=4, sm=90).apply(m)
+    plan = read_layouts(fn)
     reshapes = [op for op in fn.walk() if op.name == "reshape"]
     assert len(reshapes) == 2
     for op in reshapes:

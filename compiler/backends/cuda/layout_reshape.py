@@ -9,12 +9,8 @@ each register of each thread, exactly the element the source layout held there.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # gpu_layout imports this module
-    from .passes.gpu_layout import Layout
-
-Basis = tuple[int, ...]
+from .layouts import Basis, Layout
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -2,7 +2,8 @@
 
 Cheap pure ops (ranges, splats, broadcasts, elementwise math) are computed on demand in whatever
 layout their user asks for; loads, reductions, dots and loop-carried values are materialised once
-in the layout the gpu-layout pass chose, and converted through shared memory when asked for another.
+in the layout the gpu-layout pass chose (read back from the IR's gpu.* attributes, plan.py), and converted
+through shared memory when asked for another.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Function, Operation, Value
 from ...ir.types import PointerType, TileType, elem_type, shape_of
-from .passes.gpu_layout import Layout, LayoutPlan, is_lazy, log2
-from .passes.gpu_pipeline import PipelinePlan
 from . import ops
+from .layouts import Layout, log2
 from .memory import MemoryLowering
 from .misc import MiscLowering
 from .mma import MmaLowering
 from .pipelined import PipelineLowering
+from .plan import is_lazy, read_layouts, read_pipeline
 from .reduce import ReduceLowering
 from .shape import ShapeLowering
 
@@ -26,13 +27,13 @@ MAX_REGS_PER_THREAD = 4096
 
 
 class CudaLowering(MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, ReduceLowering, ShapeLowering):
-    def __init__(self, fn: Function, plan: LayoutPlan, sm: int, pipes: PipelinePlan | None = None):
+    def __init__(self, fn: Function, sm: int):
         self.src = fn
-        self.plan = plan
-        self.pipes = pipes if pipes is not None else PipelinePlan()
+        self.plan = read_layouts(fn)
+        self.pipes = read_pipeline(fn, self.plan)
         self._rings: dict = {}
         self.sm = sm
-        self.num_warps = plan.num_warps
+        self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)
         self.module.triple = "nvptx64-nvidia-cuda"
         self.scopes: list[dict] = [{}]
@@ -424,12 +425,13 @@ class CudaLowering(MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, 
         self._unflat(carried, op.results, self._lays(op.results))
 
 
-def lower_kernel(fn: Function, plan: LayoutPlan, sm: int, pipes: PipelinePlan | None = None) -> tuple[ir.Module, dict]:
-    low = CudaLowering(fn, plan, sm, pipes)
+def lower_kernel(fn: Function, sm: int) -> tuple[ir.Module, dict]:
+    """`fn`, annotated by the cuda passes, as an NVVM module; and its launch metadata."""
+    low = CudaLowering(fn, sm)
     module = low.lower()
     info = {
-        "num_warps": plan.num_warps,
-        "threads_per_block": 32 * plan.num_warps,
+        "num_warps": low.num_warps,
+        "threads_per_block": 32 * low.num_warps,
         "shared_bytes": low.smem_bytes,
         "pipelined_loops": len(low.pipes.loops),
         "arg_kinds": low.arg_kinds,

@@ -1,7 +1,7 @@
 """Global loads/stores/atomics and layout conversions through shared memory, for the cuda lowering.
 
-Accesses are vectorised up to 16 bytes where the axis analysis proves contiguity, alignment and an
-equal mask across the vector. Shared memory is scratch owned by one op at a time, so every buffer
+Accesses are vectorised by the width the gpu-layout pass recorded (gpu.vec: up to 16 bytes where the
+axis analysis proves contiguity, alignment and an equal mask across the vector). Shared memory is scratch owned by one op at a time, so every buffer
 starts at offset 0 and the kernel needs the largest of them; barriers go only where a write could
 overtake a read of the previous user (`smem_dirty`) and between each write and its reads.
 """
@@ -13,7 +13,7 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import TileType, elem_type
-from .passes.gpu_layout import Layout
+from .layouts import Layout
 from . import ops
 
 MAX_SMEM = 227 * 1024
@@ -132,29 +132,6 @@ class MemoryLowering:
 
     # ---- global memory -------------------------------------------------------------------------
 
-    def access_width(self, op: Operation, lay: Layout, mask_index: int | None) -> tuple[int, int]:
-        """(dimension, elements per access) for a tile load/store in layout `lay`."""
-        ptr = op.operands[0]
-        if not lay.reg or not any(lay.reg[0]):
-            return 0, 1
-        dim = next(i for i, x in enumerate(lay.reg[0]) if x)
-        w = lay.contiguous_vec(dim)
-        ebytes = ops.mem_type(elem_type(ptr.type).pointee)
-        eb = self.smem_bytes_of(ebytes)
-        info = self.plan.axis.get(ptr)
-        contig = info.contiguity[dim] if info else 1
-        div = info.divisibility[dim] if info else 1
-        mconst = w
-        if mask_index is not None and mask_index < len(op.operands):
-            minfo = self.plan.axis.get(op.operands[mask_index])
-            mconst = minfo.constancy[dim] if minfo else 1
-        while w > 1 and (w > contig or w * eb > 16 or div % (w * eb) or mconst < w):
-            w //= 2
-        return dim, w
-
-    def _tile_operands(self, op: Operation, lay: Layout, first: int) -> list:
-        return [self.get(v, lay) for v in op.operands[first:]]
-
     def op_load(self, op: Operation) -> None:
         ptr = op.operands[0]
         e = elem_type(op.result.type)
@@ -166,7 +143,7 @@ class MemoryLowering:
         ptrs = self.get(ptr, lay)
         mask = self.get(op.operands[1], lay) if len(op.operands) > 1 else None
         other = self.get(op.operands[2], lay) if len(op.operands) > 2 else None
-        _, w = self.access_width(op, lay, 1)
+        w = self.plan.vec.get(op, 1)
         eb = self.smem_bytes_of(mt)
         out = []
         for r0 in range(0, lay.num_regs, w):
@@ -276,7 +253,7 @@ class MemoryLowering:
         lay = self.plan.access[op]
         ptrs, vals = self.get(ptr, lay), self.get(val, lay)
         mask = self.get(op.operands[2], lay) if len(op.operands) > 2 else None
-        _, w = self.access_width(op, lay, 2)
+        w = self.plan.vec.get(op, 1)
         eb = self.smem_bytes_of(mt)
         owner = self.owner_pred(lay)
         replicated = not (isinstance(owner, ir.Constant))

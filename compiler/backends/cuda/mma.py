@@ -16,8 +16,8 @@ import llvmlite.ir as ir
 
 from ...ir.core import Operation
 from ...ir.types import elem_type
-from .passes.gpu_layout import Layout, MmaSpec, log2
-from .passes.gpu_pipeline import operand_stride
+from .layouts import Layout, MmaSpec, log2
+from .plan import operand_stride
 from . import ops
 
 

@@ -13,7 +13,7 @@ import llvmlite.ir as ir
 
 from ...ir.core import Operation
 from ...ir.types import elem_type
-from .passes.gpu_pipeline import LoopPipeline
+from .plan import LoopPipeline
 from . import ops
 
 

@@ -14,7 +14,7 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import ScalarType, TileType, elem_type
-from .passes.gpu_layout import Layout
+from .layouts import Layout
 from . import ops
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import elem_type
-from .passes.gpu_layout import Layout
+from .layouts import Layout
 from .layout_reshape import reshape_layout
 
 

@@ -1,33 +1,19 @@
-"""The cuda target's stages: tir -> gpu-tir (layouts) -> llir (NVVM) -> ptx -> cubin.
+"""The cuda target's stages: tir -> gpu-tir (the cuda passes record layouts and plans in the IR) -> llir
+(NVVM) -> ptx -> cubin.
 
 STAGES is the list the backend registry hands the pipeline for "cuda"; each stage is `(ir, meta) -> next`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...artifact import parse_target
 from ...errors import CompileError
 from ...ir.core import Function, Module
+from ...passes.manager import PassManager
 from ...tir import tir_stage
-from .passes.gpu_dot_acc import GpuDotAccPass
-from .passes.gpu_layout import GpuLayoutPass, LayoutPlan, is_pow2_shape
-from .passes.gpu_pipeline import GpuPipelinePass, PipelinePlan
 from . import nvptx
-
-
-@dataclass
-class GpuModule:
-    """The tile IR of the kernel with the plans of the gpu-layout and gpu-pipeline passes."""
-
-    fn: Function
-    plan: LayoutPlan
-    pipes: PipelinePlan
-
-    def __str__(self) -> str:
-        return (f"gpu-tir of @{self.fn.name}: {len(self.plan.natural)} tiles laid out, {len(self.plan.access)} accesses\n"
-                f"{self.pipes.describe()}")
+from .layouts import is_pow2_shape
+from .passes import GpuDotAccPass, GpuLayoutPass, GpuPipelinePass
 
 
 def _sm(meta: dict) -> int:
@@ -52,7 +38,8 @@ def _check_shapes(fn: Function) -> None:
                                    "(the cpu target runs any shape)", **where)  # fmt: skip
 
 
-def gpu_tir(module: Module, meta: dict) -> GpuModule:
+def gpu_tir(module: Module, meta: dict) -> Module:
+    """The kernel alone (the tir stage inlined every helper), through the cuda passes."""
     opts = meta["options"]
     nw = opts.num_warps
     if nw < 1 or nw > 32 or nw & (nw - 1):
@@ -60,17 +47,17 @@ def gpu_tir(module: Module, meta: dict) -> GpuModule:
     fn = _kernel(module, meta.get("kernel_name"))
     meta["kernel_name"] = fn.name
     _check_shapes(fn)
-    GpuDotAccPass().run(fn)
-    plan = GpuLayoutPass(num_warps=nw, sm=_sm(meta)).run(fn)
-    return GpuModule(fn, plan, GpuPipelinePass(num_stages=opts.num_stages).run(fn, plan))
+    passes = [GpuDotAccPass(), GpuLayoutPass(num_warps=nw, sm=_sm(meta)), GpuPipelinePass(num_stages=opts.num_stages)]
+    return PassManager(passes).run(Module([fn]))
 
 
-def llir(gm: GpuModule, meta: dict) -> str:
+def llir(module: Module, meta: dict) -> str:
     from .lower import lower_kernel
 
-    module, info = lower_kernel(gm.fn, gm.plan, _sm(meta), gm.pipes)
+    fn = module.kernels[0]
+    ll, info = lower_kernel(fn, _sm(meta))
     meta.update(info)
-    return _with_attrs(str(module), gm.fn.name, info["threads_per_block"])
+    return _with_attrs(str(ll), fn.name, info["threads_per_block"])
 
 
 def _with_attrs(text: str, name: str, threads: int) -> str:

@@ -14,4 +14,4 @@ PASSES: dict[str, type] = {
     "gpu-pipeline": GpuPipelinePass,
 }
 
-__all__ = ["PASSES"]
+__all__ = ["PASSES", "GpuDotAccPass", "GpuLayoutPass", "GpuPipelinePass"]

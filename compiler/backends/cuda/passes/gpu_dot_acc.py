@@ -1,12 +1,12 @@
-"""Folds `add(x, dot(a, b, 0))` into `dot(a, b, x)` before the cuda layouts are chosen, so the tensor
-cores accumulate in place (as Triton's combine pass does) instead of a product from zero plus one add
-per accumulator element and iteration (`acc += tl.dot(a, b)` in a K loop)."""
+"""gpu-dot-acc: folds `add(x, dot(a, b, 0))` into `dot(a, b, x)` before the cuda layouts are chosen, so the
+tensor cores accumulate in place (as Triton's combine pass does) instead of a product from zero plus one
+add per accumulator element and iteration (`acc += tl.dot(a, b)` in a K loop)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....ir.core import Block, Function, Operation, Value, replace_all_uses, uses_in
+from ....ir.core import Block, Function, Module, Operation, Value, replace_all_uses, uses_in
 
 
 def _is_zero(v: Value) -> bool:
@@ -25,7 +25,12 @@ class GpuDotAccPass:
 
     name = "gpu-dot-acc"
 
-    def run(self, fn: Function) -> int:
+    def apply(self, module: Module) -> None:
+        for fn in module.functions:
+            self.fold(fn)
+
+    def fold(self, fn: Function) -> int:
+        """Fold the dots of `fn`; how many were folded."""
         uses = uses_in(fn.body.block)
         folded = 0
         for block in [fn.body.block] + [r.block for op in fn.walk() for r in op.regions]:

@@ -1,0 +1,152 @@
+"""Distributed layouts of tiles over the threads of a CUDA block: the layout algebra the gpu-layout pass
+chooses from and the lowering computes with.
+
+A layout maps (register, lane, warp) bits to tile coordinates: each bit has a basis vector, and the
+coordinate a thread's register holds is the sum of the bases of the set bits (bases of one dimension
+are distinct powers of two, so sum == xor). A zero basis means replication. Triton's "blocked"
+layouts (sizePerThread / threadsPerWarp / warpsPerCTA / order) are one family of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Basis = tuple[int, ...]
+
+
+def log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    shape: tuple[int, ...]
+    reg: tuple[Basis, ...]
+    lane: tuple[Basis, ...]  # 5 bases (32 lanes)
+    warp: tuple[Basis, ...]  # log2(num_warps) bases
+
+    @property
+    def num_regs(self) -> int:
+        return 1 << len(self.reg)
+
+    def reg_coord(self, r: int) -> tuple[int, ...]:
+        c = [0] * len(self.shape)
+        for b, basis in enumerate(self.reg):
+            if r >> b & 1:
+                c = [x + y for x, y in zip(c, basis, strict=False)]
+        return tuple(c)
+
+    def without_dim(self, axis: int) -> Layout:
+        """The layout of a tile with `axis` removed; bases along it become replication (zero)."""
+
+        def drop(b: Basis) -> Basis:
+            return b[:axis] + b[axis + 1 :]
+
+        shape = self.shape[:axis] + self.shape[axis + 1 :]
+        reg = tuple(drop(b) for b in self.reg if not b[axis])
+        return Layout(shape, reg, tuple(drop(b) for b in self.lane), tuple(drop(b) for b in self.warp))
+
+    def insert_dim(self, axis: int) -> Layout:
+        def ins(b: Basis) -> Basis:
+            return b[:axis] + (0,) + b[axis:]
+
+        shape = self.shape[:axis] + (1,) + self.shape[axis:]
+        return Layout(shape, tuple(ins(b) for b in self.reg), tuple(ins(b) for b in self.lane), tuple(ins(b) for b in self.warp))
+
+    def project(self, src_shape: tuple[int, ...]) -> Layout:
+        """The layout of the broadcast source: components along broadcast (size-1) dims zeroed."""
+
+        def pr(b: Basis) -> Basis:
+            return tuple(0 if s == 1 else x for x, s in zip(b, src_shape, strict=False))
+
+        return Layout(tuple(src_shape), tuple(pr(b) for b in self.reg), tuple(pr(b) for b in self.lane), tuple(pr(b) for b in self.warp))
+
+    def permute(self, order: list[int]) -> Layout:
+        """Layout of trans(x, order) when x has this layout."""
+
+        def pm(b: Basis) -> Basis:
+            return tuple(b[i] for i in order)
+
+        shape = tuple(self.shape[i] for i in order)
+        return Layout(shape, tuple(pm(b) for b in self.reg), tuple(pm(b) for b in self.lane), tuple(pm(b) for b in self.warp))
+
+    def contiguous_vec(self, dim: int) -> int:
+        """How many leading registers are consecutive along `dim` (the vector width of an access)."""
+        n = 0
+        for b in self.reg:
+            want = tuple((1 << n) if i == dim else 0 for i in range(len(self.shape)))
+            if b != want:
+                break
+            n += 1
+        return 1 << n
+
+
+def _unit(rank: int, dim: int, value: int) -> Basis:
+    return tuple(value if i == dim else 0 for i in range(rank))
+
+
+def blocked(shape: tuple[int, ...], num_warps: int, vec: int = 4, order: tuple[int, ...] | None = None) -> Layout:
+    """A blocked layout: `vec` elements per thread along order[0], then lanes, then warps, in `order`;
+    what is left of each dimension becomes more registers, and unused lanes/warps replicate."""
+    rank = len(shape)
+    order = order if order is not None else tuple(range(rank - 1, -1, -1))
+    covered = [1] * rank  # size covered so far per dim
+    reg: list[Basis] = []
+    if rank:
+        d = order[0]
+        while covered[d] < min(vec, shape[d]):
+            reg.append(_unit(rank, d, covered[d]))
+            covered[d] *= 2
+
+    def fill(nbits: int) -> list[Basis]:
+        out = []
+        for _ in range(nbits):
+            for d in order:
+                if covered[d] < shape[d]:
+                    out.append(_unit(rank, d, covered[d]))
+                    covered[d] *= 2
+                    break
+            else:
+                out.append((0,) * rank)
+        return out
+
+    lane = fill(5)
+    warp = fill(log2(num_warps))
+    for d in order:
+        while covered[d] < shape[d]:
+            reg.append(_unit(rank, d, covered[d]))
+            covered[d] *= 2
+    return Layout(tuple(shape), tuple(reg), tuple(lane), tuple(warp))
+
+
+def scan_layout(shape: tuple[int, ...], axis: int, num_warps: int) -> Layout:
+    """Every element along `axis` in one thread's registers (for sequential scans)."""
+    rank = len(shape)
+    order = (axis,) + tuple(d for d in range(rank - 1, -1, -1) if d != axis)
+    return blocked(shape, num_warps, vec=shape[axis], order=order)
+
+
+@dataclass(frozen=True)
+class MmaSpec:
+    """How one `dot` runs on the tensor cores (mma.sync): operand kind, instruction shape, warp grid."""
+
+    kind: str  # "f16", "bf16", "tf32", "s8", "u8"
+    k: int  # the instruction's K (8 for tf32, 16 for 16-bit operands, 32 for 8-bit)
+    wm: int  # warps along M
+    wn: int  # warps along N
+    mrep: int  # 16-row instruction tiles per warp
+    nrep: int  # 8-column instruction tiles per warp
+
+
+def mma_layout(shape: tuple[int, ...], spec: MmaSpec, num_warps: int) -> Layout:
+    """The accumulator layout of m16n8 mma.sync: lane = 4 * row + col / 2 inside each 16x8 tile, two
+    columns per register pair and rows +8 in the second pair; warps take blocks of tiles (N first)."""
+    reg = [(0, 1), (8, 0)] + [(0, 8 << i) for i in range(log2(spec.nrep))] + [(16 << i, 0) for i in range(log2(spec.mrep))]
+    lane = [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]
+    warp = [(0, 8 * spec.nrep << j) for j in range(log2(spec.wn))] + [(16 * spec.mrep << j, 0) for j in range(log2(spec.wm))]
+    warp += [(0, 0)] * (log2(num_warps) - len(warp))
+    return Layout(tuple(shape), tuple(reg), tuple(lane), tuple(warp))
+
+
+def is_pow2_shape(shape: tuple[int, ...]) -> bool:
+    return all(s > 0 and s & (s - 1) == 0 for s in shape)
