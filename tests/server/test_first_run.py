@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -25,6 +24,143 @@ from .conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".json": "application/json"}
+
+
+# tilec serve: the banner and the access log
+
+
+class Serve:
+    """`tilec serve` as a real process on a free port; its stdout and stderr are read line by line."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.port = free_port()
+        exe = Path(sys.executable).with_name("tilec")
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from tilec.client.cli import main; main()"]
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("TILEC_")}
+        self.proc = subprocess.Popen(
+            [*cmd, "serve", "--port", str(self.port), *args],
+            env={**clean, "PYTHONUNBUFFERED": "1", **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def read(self, n: int, timeout: float = 30) -> list[str]:
+        deadline = time.monotonic() + timeout
+        got = []
+        while len(got) < n:
+            try:
+                got.append(self.lines.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                raise AssertionError(f"tilec serve printed {got} and then nothing for {timeout} s") from None
+        return got
+
+    def wait_healthy(self, url: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"tilec serve exited with {self.proc.returncode}"
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise AssertionError(f"nothing healthy at {url} in {timeout} s")
+
+    def stop(self) -> list[str]:
+        """Stop the server; the lines it printed that were not read yet."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(5)
+        rest = []
+        while not self.lines.empty():
+            rest.append(self.lines.get())
+        return rest
+
+
+@pytest.fixture
+def serve() -> Iterator[type[Serve]]:
+    started: list[Serve] = []
+
+    def start(args: list[str], env: dict[str, str]) -> Serve:
+        server = Serve(args, env)
+        started.append(server)
+        return server
+
+    yield start  # type: ignore[misc]
+    for server in started:
+        server.stop()
+
+
+def test_serve_banner(serve: type[Serve], database_url: str, tmp_path: Path) -> None:
+    """Listens where it says, names the database (never its password), the docs and the auth state."""
+    env = {"TILEC_DATA_DIR": str(tmp_path)}
+    if database_url.startswith("sqlite"):
+        want_db = f"sqlite:///{tmp_path / 'tilec.db'}"  # the embedded default, under the data dir
+    else:  # the test server trusts local connections, so a password in the URL is accepted and unused
+        url = make_url(database_url).set(password="s3cret-pw").render_as_string(hide_password=False)
+        env["TILEC_DATABASE_URL"] = url + "?application_name=tilec"
+        env["TILEC_AUTH"] = "true"
+        want_db = env["TILEC_DATABASE_URL"].replace("s3cret-pw", "***")
+    server = serve([], env)
+    first = server.read(5)
+    text = "\n".join(first)
+    base = f"http://127.0.0.1:{server.port}"
+    assert first[0] == f"tilec: listening on {base}", text
+    assert re.search(rf"^\s*database:\s+{re.escape(want_db)}$", text, re.M), text
+    assert "s3cret-pw" not in text
+    assert re.search(rf"^\s*API docs:\s+{re.escape(base)}/docs$", text, re.M), text
+    auth = "on" if "TILEC_AUTH" in env else "off"
+    assert re.search(rf"^\s*auth:\s+{auth}\b", text, re.M), text
+    assert re.search(r"^\s*access log:\s+off\b", text, re.M), text
+    server.wait_healthy(base)
+    docs = httpx.get(f"{base}/docs", timeout=5)
+    assert docs.status_code == 200 and "swagger-ui" in docs.text
+    assert "s3cret-pw" not in "\n".join(server.stop())
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "off"])
+def test_serve_access_log(serve: type[Serve], tmp_path: Path, how: str) -> None:
+    env = {"TILEC_DATA_DIR": str(tmp_path)}
+    args = ["--access-log"] if how == "flag" else []
+    if how == "env":
+        env["TILEC_ACCESS_LOG"] = "true"
+    server = serve(args, env)
+    banner = "\n".join(server.read(5))
+    assert re.search(rf"^\s*access log:\s+{'off' if how == 'off' else 'on'}\b", banner, re.M), banner
+    base = f"http://127.0.0.1:{server.port}"
+    server.wait_healthy(base)
+    assert httpx.get(f"{base}/v1/kernels/{'0' * 64}", timeout=5).status_code == 404
+    request_line = f'"GET /v1/kernels/{"0" * 64} HTTP/1.1" 404'
+    if how == "off":
+        assert not [line for line in server.stop() if "GET /" in line]
+        return
+    deadline = time.monotonic() + 10
+    seen: list[str] = []
+    while not any(request_line in line for line in seen):
+        assert time.monotonic() < deadline, f"no access log line in {seen}"
+        seen += server.read(1, timeout=10)
+
+
+def test_masked_url_hides_passwords() -> None:
+    from tilec.client._cli_server import masked_url
+
+    assert masked_url("postgresql+psycopg://u:pw@db:5432/tilec") == "postgresql+psycopg://u:***@db:5432/tilec"
+    assert "pw" not in masked_url("postgresql+psycopg://u@db/tilec?password=pw&sslmode=require")
+    assert masked_url("sqlite:////data/tilec.db") == "sqlite:////data/tilec.db"
+    assert "TILEC_DATABASE_URL" in masked_url("not a url")
 
 
 # /docs and /redoc offline
