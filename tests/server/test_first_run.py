@@ -35,7 +35,11 @@ class Serve:
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.port = free_port()
         exe = Path(sys.executable).with_name("tilec")
-        cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from tilec.client.cli import main; main()"]
+        cmd = (
+            [str(exe)]
+            if exe.exists()
+            else [sys.executable, "-c", "from tilec.client.cli import main; main()"]
+        )
         clean = {k: v for k, v in os.environ.items() if not k.startswith("TILEC_")}
         self.proc = subprocess.Popen(
             [*cmd, "serve", "--port", str(self.port), *args],
@@ -210,3 +214,43 @@ async def test_docs_assets_are_a_closed_list(client: httpx.AsyncClient) -> None:
     assert (await client.get("/docs/assets/swagger-ui.css")).status_code == 200
     for name in ("__init__.py", "../__init__.py", "%2e%2e/__init__.py", "core.py"):
         assert (await client.get(f"/docs/assets/{name}")).status_code == 404, name
+
+
+# README.md and docs/*.md
+
+
+def markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+INLINE_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^)]*)?\)")
+REFERENCE_LINK = re.compile(r"^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", re.M)
+HTML_LINK = re.compile(r"""<(?:a|img)\b[^>]*\b(?:href|src)=["']([^"']+)["']""", re.I)
+CODE_PATH = re.compile(r"`([\w.*-]+(?:/[\w.*-]+)+/?)`")  # `server/settings.py`, `compiler/tune/`
+
+
+def relative_links(text: str) -> list[str]:
+    found = INLINE_LINK.findall(text) + REFERENCE_LINK.findall(text) + HTML_LINK.findall(text)
+    return [u for u in found if not re.match(r"[a-z][a-z0-9+.-]*:|#", u, re.I)]  # not URLs, not anchors
+
+
+def test_docs_stand_alone() -> None:
+    """A clone has no ../shared: nothing links there, every relative link and every repository path
+    named in code spans resolves inside the repository, and the README points at the architecture page."""
+    assert (ROOT / "docs" / "ARCHITECTURE.md").is_file()
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/ARCHITECTURE.md" in relative_links(readme)
+    for md in markdown_files():
+        text = md.read_text()
+        name = md.relative_to(ROOT)
+        assert not re.search(r"\.\./shared|\bshared/DESIGN", text), f"{name} refers to ../shared"
+        for link in relative_links(text):
+            target = (md.parent / link.split("#")[0]).resolve()
+            assert target.exists() and ROOT in target.parents, f"{name}: broken link {link}"
+        for path in CODE_PATH.findall(text):
+            assert list(ROOT.glob(path.rstrip("/"))), f"{name}: `{path}` is not in the repository"
+
+
+def test_link_checker_sees_every_kind_of_link() -> None:
+    text = '[a](docs/X.md) [c](https://x.org) [d](#top)\n[e]: ../f.md\n<a href="g.md">g</a>'
+    assert relative_links(text) == ["docs/X.md", "../f.md", "g.md"]
