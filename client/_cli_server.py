@@ -6,11 +6,15 @@ the server extra installed.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from tilec.server.settings import Settings
 
 db_app = typer.Typer(help="the SQL cache's schema (Alembic migrations)", no_args_is_help=True)
 token_app = typer.Typer(help="bearer tokens for the service", no_args_is_help=True)
@@ -21,6 +25,10 @@ def serve(
     host: Annotated[str | None, typer.Option(help="address to bind (default TILEC_HOST or 127.0.0.1)")] = None,
     port: Annotated[int | None, typer.Option(help="port (default TILEC_PORT or 8000)")] = None,
     workers: Annotated[int, typer.Option(help="uvicorn worker processes")] = 1,
+    access_log: Annotated[
+        bool | None,
+        typer.Option("--access-log/--no-access-log", help="one line per request on stdout (default TILEC_ACCESS_LOG or off)"),
+    ] = None,
 ) -> None:
     """Run the service with uvicorn (auth is on unless it listens on a loopback address); the app
     migrates the database at start unless TILEC_MIGRATE_ON_START=false."""
@@ -28,11 +36,13 @@ def serve(
 
     from tilec.server.settings import Settings
 
-    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    given = {"host": host, "port": port, "access_log": access_log}
+    overrides = {k: v for k, v in given.items() if v is not None}
     settings = Settings(**overrides)
     # the app is built from TILEC_* in each uvicorn worker: pass the command line on through them
     os.environ.update({f"TILEC_{k.upper()}": str(v) for k, v in overrides.items()})
-    typer.echo(f"tilec: serving on http://{settings.host}:{settings.port} (auth {'on' if settings.auth_enabled else 'off'})")
+    for line in banner(settings):
+        typer.echo(line)
     uvicorn.run(
         "tilec.server.main:app",
         host=settings.host,
@@ -40,10 +50,59 @@ def serve(
         workers=workers,
         loop="auto",
         http="auto",
-        log_level="warning",
-        access_log=False,
+        log_config=_log_config(settings.access_log),
+        log_level=None,  # the levels are in the log config
+        access_log=settings.access_log,
         env_file=None,
     )
+
+
+def banner(settings: Settings) -> list[str]:
+    """What `tilec serve` prints first: where it listens, the database (password masked), the API
+    docs, and whether a token is needed."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    url = f"http://{host}:{settings.port}"
+    where = " (all interfaces)" if settings.host in ("0.0.0.0", "::") else ""
+    if settings.auth is not None:
+        auth = f"{'on' if settings.auth else 'off'} (TILEC_AUTH={str(settings.auth).lower()})"
+    elif settings.auth_enabled:
+        auth = "on (not a loopback address; make a token with: tilec token create --scope read)"
+    else:
+        auth = "off (loopback address; TILEC_AUTH=true to require tokens)"
+    access = "on" if settings.access_log else "off (--access-log or TILEC_ACCESS_LOG=true)"
+    return [
+        f"tilec: listening on {url}{where}",
+        f"  database:   {masked_url(settings.resolved_database_url)}",
+        f"  API docs:   {url}/docs",
+        f"  auth:       {auth}",
+        f"  access log: {access}",
+    ]
+
+
+def masked_url(url: str) -> str:
+    """The database URL for printing: a password, in the URL or as a query parameter, becomes ***."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return "(not a database URL: check TILEC_DATABASE_URL)"
+    if "password" in parsed.query:
+        parsed = parsed.update_query_dict({"password": "***"})
+    return parsed.render_as_string(hide_password=True)
+
+
+def _log_config(access_log: bool) -> dict:
+    """uvicorn's logging with its start-up lines held back (the banner says the same) and the access
+    log at INFO when it is on."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    loggers = config["loggers"]
+    loggers["uvicorn"]["level"] = loggers["uvicorn.error"]["level"] = "WARNING"
+    loggers["uvicorn.access"]["level"] = "INFO" if access_log else "WARNING"
+    return config
 
 
 @db_app.command("upgrade")

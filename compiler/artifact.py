@@ -1,5 +1,6 @@
 """What a compile produces (an Artifact), the options that produced it, and the compiler version.
 
+The kernel key of IR input is defined here (ir_kernel_key), that of source in frontend/reader.py.
 The artifact key hashes (kernel key, specialisation, config, target, compiler version); the compiler
 version hashes tilec's compiler sources and the versions of LLVM and the CUDA tools it used.
 """
@@ -70,6 +71,13 @@ class Artifact:
         if want is not None and want != art.sha256:
             raise ValueError("artifact binary does not match its sha256")
         return art
+
+
+def ir_kernel_key(canonical_ir: str) -> str:
+    """The kernel key of tile IR input: sha256 of its canonical text (print(parse(text))), so comments
+    and spacing do not change it. Source input is keyed by its syntax tree instead (frontend/reader.py):
+    its IR exists only once a signature and the constexprs are bound, so the two never meet."""
+    return hashlib.sha256(canonical_ir.encode()).hexdigest()
 
 
 def artifact_key(kernel_key: str, specialization: dict[str, Any], config: dict[str, Any], target: str, version: str) -> str:

@@ -17,7 +17,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException
 
 from . import errors as E
-from .api.routes import artifacts, compile, health, kernels, lookup, metrics, tokens, tuning
+from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tuning
 from .fastpath import FastPathMiddleware
 from .middleware import BodyLimitMiddleware, MetricsMiddleware
 from .schemas import ErrorPublic
@@ -43,13 +43,15 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
         title="tilec",
         version="1",
         summary="A tile compiler as a service with a shared autotune cache",
-        docs_url="/docs",
+        docs_url=None,  # /docs and /redoc come from routes/docs.py, with assets served locally
+        redoc_url=None,
         lifespan=lifespan,
     )
     app.state.tilec = state
     for router in (kernels.router, compile.router, artifacts.router, lookup.router, tuning.router, tokens.router):
         app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
     app.include_router(health.router)
+    app.include_router(docs.router)
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
     _add_handlers(app, state)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

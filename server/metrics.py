@@ -1,4 +1,5 @@
-"""Prometheus metrics, one registry per app: requests, latencies, cache hits/misses, compiles, sha mismatches."""
+"""Prometheus metrics, one registry per app: requests, latencies, cache hits/misses, compiles, sha mismatches
+and stored rows that could not be read back."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ class Metrics:
         self.compiles_waiting = Gauge("tilec_compiles_waiting", "compiles waiting for a slot", registry=r)
         self.compiles_shared = Counter("tilec_compiles_shared", "requests that joined a running compile", registry=r)
         self.sha_mismatches = Counter(
-            "tilec_sha_mismatches", "stored binaries whose sha256 no longer matched", registry=r
+            "tilec_sha_mismatches", "stored forms (binary or text) whose sha256 no longer matched", registry=r
+        )
+        self.corrupt_rows = Counter(
+            "tilec_corrupt_rows",
+            "stored rows that could not be read back (bad JSON, text not UTF-8, not the wire model, a link to "
+            "another build), served as misses",
+            ["table"],
+            registry=r,
         )
         self.db_errors = Counter("tilec_db_unavailable", "requests refused because the database was down", registry=r)

@@ -5,8 +5,12 @@ database as the cache. Routes stay thin; this module turns pool failures into Ap
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.orm import Session
 
 from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
 from tilec.compiler.frontend import Budgets
@@ -15,17 +19,106 @@ from tilec.compiler.request import CompileRequest
 from . import errors as E
 from .db import crud
 from .db.models import Artifact, Kernel
+from .metrics import Metrics
 from .pool import TaskFailed
-from .schemas import ArtifactPublic, CompileCreate, ConfigSpec, KernelCreate, KernelPublic
+from .schemas import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Emit, KernelCreate, KernelPublic
 from .state import AppState
 
 BINARY_FORM = {"cuda": "cubin", "cpu": "object"}
 FORMS = ("cubin", "object", "ptx", "llir", "tir")
 FORM_COLUMN = {"cubin": "binary", "object": "binary", "ptx": "ptx", "llir": "llir", "tir": "tir"}
+TEXT_FORMS = ("ptx", "llir", "tir")
+
+# What reading back a stored row raises when the row is not what the service wrote: JSON that does not
+# parse, text that is not UTF-8 (SQLite; see db.engine) and a value that does not validate are
+# ValueErrors; a JSON value of the wrong shape fails with the others where code indexes into it. Caught
+# only around the reads and decodes of stored rows, which then count as misses (tilec_corrupt_rows).
+UNREADABLE = (ValueError, TypeError, LookupError, AttributeError)
+UNSET = "unset"
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def text_digests(values: dict[str, Any]) -> dict[str, str]:
+    """The stored sha256 of each text form (of its UTF-8 bytes), as columns `<form>_sha256`."""
+    return {f"{form}_sha256": sha256(values[form].encode()) for form in TEXT_FORMS}
+
+
+def forms_intact(row: Artifact) -> bool:
+    """Whether the binary and every text form still match their own stored sha256."""
+    if sha256(row.binary) != row.sha256:
+        return False
+    return all(sha256(getattr(row, form).encode()) == getattr(row, f"{form}_sha256") for form in TEXT_FORMS)
+
+
+def unreadable(metrics: Metrics, table: str) -> None:
+    metrics.corrupt_rows.labels(table).inc()
+
+
+# stored builds: what a rebuild and the trial-artifact check read back from a row
+
+
+class _StoredSpec(BaseModel):
+    """The spec column as _build reads it (extra keys are kept for later versions, never needed)."""
+
+    signature: dict[str, str]
+    constexprs: dict[str, ConstValue]
+    hints: dict[str, dict[str, int | bool]]
+    emit: Emit
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+def stored_spec(value: Any) -> dict[str, Any]:
+    """A stored spec, checked to hold what a rebuild reads; ValueError otherwise."""
+    _StoredSpec.model_validate(value)
+    return value
+
+
+def stored_config(value: Any) -> dict[str, Any]:
+    """A stored config in its normalised form (as normalize_config wrote it); ValueError otherwise."""
+    config = normalize_config(ConfigSpec.model_validate(value, strict=True))
+    if config != value:
+        raise ValueError(f"a stored config is not in its normalised form: {value!r}")
+    return config
+
+
+def _param(value: Any) -> str:
+    return json.dumps(value)  # 64, 64.0 and true are three different builds
+
+
+def config_mismatch(
+    config: dict[str, Any], built: dict[str, Any], constexprs: dict[str, Any]
+) -> tuple[str, str, str] | None:
+    """The first parameter in which a trial's normalised config and an artifact's build differ, as
+    (name, built, wanted), else None. A constexpr bound at compile time counts as the config's
+    parameter; a parameter the artifact was tuned with must be in the trial's config."""
+    bound = {**constexprs, **built["kwargs"]}
+    for name in sorted({*config["kwargs"], *built["kwargs"]}):
+        have = _param(bound[name]) if name in bound else UNSET
+        want = _param(config["kwargs"][name]) if name in config["kwargs"] else UNSET
+        if have != want:
+            return name, have, want
+    for name in ("num_warps", "num_stages"):
+        if built[name] != config[name]:
+            return name, str(built[name]), str(config[name])
+    return None
+
+
+def link_mismatch(*, kernel_key: str, target: str, config: dict[str, Any], build: Any) -> tuple[str, dict] | None:
+    """Why an artifact (its kernel_key, target, spec, config) is not a build of a tuning result's kernel,
+    target and config: ("kernel" | "target" | "config", message arguments), or None when it is one.
+    Raises an UNREADABLE error when the artifact's stored build cannot be read."""
+    if build.kernel_key != kernel_key:
+        return "kernel", {"other": build.kernel_key, "kernel": kernel_key}
+    if build.target != target:
+        return "target", {"other": build.target, "target": target}
+    differs = config_mismatch(config, stored_config(build.config), stored_spec(build.spec)["constexprs"])
+    if differs is not None:
+        param, built, wanted = differs
+        return "config", {"param": param, "built": built, "wanted": wanted}
+    return None
 
 
 def normalize_config(config: ConfigSpec) -> dict[str, Any]:
@@ -91,6 +184,18 @@ def _input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[str, st
     return kind, text
 
 
+def read_kernel(session: Session, metrics: Metrics, *, key: str) -> Kernel | None:
+    """A kernel row that reads back as a KernelPublic, else None (an unreadable one is counted)."""
+    try:
+        row = crud.get_kernel(session, key=key)
+        if row is not None:
+            kernel_public(row)
+        return row
+    except UNREADABLE:
+        unreadable(metrics, "kernels")
+        return None
+
+
 def kernel_public(row: Kernel, *, created: bool = False) -> KernelPublic:
     info = row.info or {}
     return KernelPublic(
@@ -110,7 +215,18 @@ async def register_kernel(
 ) -> tuple[Kernel, bool]:
     """The kernel row for this input: found by the hash of what was sent, or read in a child."""
     input_sha = crud.stable_hash({"kind": kind, "name": name, "text": text})
-    found = await state.read(lambda s: crud.find_kernel_by_input(s, input_sha256=input_sha))
+
+    def find(session: Session) -> Kernel | None:
+        try:
+            row = crud.find_kernel_by_input(session, input_sha256=input_sha)
+            if row is not None:
+                kernel_public(row)
+            return row
+        except UNREADABLE:  # a miss: the input is read again and the row overwritten in store()
+            unreadable(state.metrics, "kernels")
+            return None
+
+    found = await state.read(find)
     if found is not None and (signature is None or found.ir is not None):
         state.metrics.cache_hits.labels("kernel").inc()
         return found, False
@@ -133,10 +249,11 @@ async def register_kernel(
         "submitted_by": token_id,
     }
 
-    def store(session: Any) -> tuple[Kernel, bool]:
+    def store(session: Session) -> tuple[Kernel, bool]:
         created = crud.add_kernel(session, values=values)
-        row = crud.get_kernel(session, key=values["key"])
-        assert row is not None
+        row = read_kernel(session, state.metrics, key=values["key"])
+        if row is None:
+            row = crud.replace_kernel(session, values=values)
         if row.ir is None and values["ir"] is not None:
             row.ir = values["ir"]
         return row, created
@@ -183,7 +300,7 @@ async def compile_request(state: AppState, body: CompileCreate, token_id: int | 
         raise E.ApiError(422, E.BAD_TARGET, f"target {body.target} cannot emit {emit}")
     kind, text = _input(body, state)
     if kind == "kernel_key":
-        kernel = await state.read(lambda s: crud.get_kernel(s, key=text))
+        kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=text))
         if kernel is None:
             raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=text), missing="kernel")
     else:
@@ -197,16 +314,24 @@ async def compile_request(state: AppState, body: CompileCreate, token_id: int | 
 async def compile_artifact(
     state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str
 ) -> ArtifactPublic:
-    """The artifact for this key: from the database if its binary still matches its sha256, else built."""
+    """The artifact for this key: from the database if every stored form still matches its sha256 and
+    the row reads back as this build, else built (and the row overwritten)."""
 
-    def cached(session: Any) -> tuple[ArtifactPublic, dict[str, str]] | None:
-        row = crud.get_artifact(session, key=key)
-        if row is None:
+    def cached(session: Session) -> tuple[ArtifactPublic, dict[str, str]] | None:
+        try:
+            row = crud.get_artifact(session, key=key)
+            if row is None:
+                return None
+            if not forms_intact(row):
+                state.metrics.sha_mismatches.inc()
+                return None
+            stored = (row.kernel_key, row.target, stored_spec(row.spec), stored_config(row.config))
+            if stored != (kernel.key, target, spec, config):
+                raise ValueError(f"artifact {key} is stored as another build")
+            return artifact_public(row, cached=True), {"ptx": row.ptx, "llir": row.llir, "tir": row.tir}
+        except UNREADABLE:
+            unreadable(state.metrics, "artifacts")
             return None
-        if sha256(row.binary) != row.sha256:
-            state.metrics.sha_mismatches.inc()
-            return None
-        return artifact_public(row, cached=True), {"ptx": row.ptx, "llir": row.llir, "tir": row.tir}
 
     hit = await state.read(cached)
     if hit is not None:
@@ -255,6 +380,7 @@ async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, confi
         "sha256": sha256(binary),
         "size": len(binary),
     }
+    values.update(text_digests(values))
     await state.write(lambda s: crud.put_artifact(s, values=values))
     for form in FORMS:
         state.blobs.drop((key, form))
@@ -263,14 +389,21 @@ async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, confi
 
 
 async def rebuild(state: AppState, key: str) -> bool:
-    """Rebuild an artifact whose stored binary no longer matches its sha256; False if it is gone."""
+    """Rebuild an artifact whose stored form no longer matches its sha256, or whose row cannot be read
+    back; False if it is gone or cannot be rebuilt (its kernel, target, spec or config unreadable)."""
 
-    def load(session: Any) -> tuple[Kernel, dict, dict, str] | None:
-        row = crud.get_artifact_meta(session, key=key)
-        if row is None:
+    def load(session: Session) -> tuple[Kernel, dict, dict, str] | None:
+        try:
+            row = crud.get_artifact_build(session, key=key)
+            if row is None:
+                return None
+            parse_target(row.target)
+            build = (stored_spec(row.spec), stored_config(row.config), row.target)
+        except UNREADABLE:
+            unreadable(state.metrics, "artifacts")
             return None
-        kernel = crud.get_kernel(session, key=row.kernel_key)
-        return None if kernel is None else (kernel, row.spec, row.config, row.target)
+        kernel = read_kernel(session, state.metrics, key=row.kernel_key)
+        return None if kernel is None else (kernel, *build)
 
     found = await state.read(load)
     if found is None:

@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     auth: bool | None = None  # None: on unless host is a loopback address
+    access_log: bool = False  # one line per request on stdout (`tilec serve --access-log`)
     # limits
     max_body_bytes: int = 1 << 20
     max_source_bytes: int = 256 * 1024

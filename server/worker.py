@@ -8,9 +8,9 @@ JSON-able); a CompileError comes back as its to_dict(), tagged "compile".
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
+from tilec.compiler.artifact import ir_kernel_key
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import Budgets, KernelSource, build_ir, read_kernel
 from tilec.compiler.ir import Module, parse_module, print_module, verify_module
@@ -37,7 +37,7 @@ def _describe_ir(text: str, name: str | None) -> dict:
     ir = print_module(module)
     fn = _ir_kernel(module, name)
     params = [{"name": p.name, "annotation": str(p.type)} for p in fn.params]
-    return {"key": hashlib.sha256(ir.encode()).hexdigest(), "name": fn.name, "params": params, "ir": ir}
+    return {"key": ir_kernel_key(ir), "name": fn.name, "params": params, "ir": ir}
 
 
 def _describe_source(ks: KernelSource) -> dict:

@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session, defer
 from .models import Artifact, Kernel, Token, Trial, TuningResult, utcnow
 
 ARTIFACT_TEXT_COLUMNS = (Artifact.binary, Artifact.tir, Artifact.llir, Artifact.ptx)
+# the stored sha256 that each form's column is verified against before it is served
+FORM_SHA_COLUMN = {"binary": "sha256", "tir": "tir_sha256", "llir": "llir_sha256", "ptx": "ptx_sha256"}
 
 
 def stable_hash(obj: Any) -> str:
@@ -65,11 +67,25 @@ def add_kernel(session: Session, *, values: dict[str, Any]) -> bool:
     return session.execute(stmt.returning(Kernel.__table__.c.key)).first() is not None
 
 
+def replace_kernel(session: Session, *, values: dict[str, Any]) -> Kernel:
+    """Overwrite a stored kernel row that could not be read back with what was just read from its input
+    (the key is the hash of its IR, so this is the content the row should have held)."""
+    values = {**values, "created_at": utcnow()}
+    stmt = _insert(session, Kernel).values(**values)
+    update = {k: stmt.excluded[k] for k in values if k not in ("key", "created_at")}
+    session.execute(stmt.on_conflict_do_update(index_elements=["key"], set_=update))
+    row = session.get(Kernel, values["key"], populate_existing=True)
+    assert row is not None
+    return row
+
+
 # artifacts
 
 
 def artifact_meta_query(key: str) -> Select:
-    return select(Artifact).where(Artifact.key == key).options(*(defer(c) for c in ARTIFACT_TEXT_COLUMNS))
+    """The row without its bytes, texts and spec: what artifact_public needs."""
+    deferred = (*ARTIFACT_TEXT_COLUMNS, Artifact.spec)
+    return select(Artifact).where(Artifact.key == key).options(*(defer(c) for c in deferred))
 
 
 def get_artifact(session: Session, *, key: str) -> Artifact | None:
@@ -83,23 +99,24 @@ def get_artifact_meta(session: Session, *, key: str) -> Artifact | None:
 
 def _form_statement(column: str) -> Select:
     artifacts = Artifact.__table__
-    return select(artifacts.c[column], artifacts.c.sha256, artifacts.c.target).where(artifacts.c.key == bindparam("key"))
+    sha = artifacts.c[FORM_SHA_COLUMN[column]]
+    return select(artifacts.c[column], sha, artifacts.c.target).where(artifacts.c.key == bindparam("key"))
 
 
-_FORM_QUERIES = {column: _form_statement(column) for column in ("binary", "tir", "llir", "ptx")}
+_FORM_QUERIES = {column: _form_statement(column) for column in FORM_SHA_COLUMN}
 
 
 def get_artifact_form(conn: Connection, *, key: str, column: str) -> tuple[Any, str, str] | None:
-    """(the column's value, the stored sha256 of the binary, the target) or None; one prebuilt query."""
+    """(the column's value, that column's stored sha256, the target) or None; one prebuilt query."""
     row = conn.execute(_FORM_QUERIES[column], {"key": key}).first()
     return None if row is None else (row[0], row[1], row[2])
 
 
-def artifact_kernels(session: Session, *, keys: set[str]) -> dict[str, str]:
-    """artifact key -> its kernel's key, for those of `keys` that exist (one indexed query)."""
-    if not keys:
-        return {}
-    return dict(session.execute(select(Artifact.key, Artifact.kernel_key).where(Artifact.key.in_(keys))).all())
+def get_artifact_build(session: Session, *, key: str) -> Row | None:
+    """What an artifact was built from (kernel_key, target, spec, config), without its bytes."""
+    artifacts = Artifact.__table__
+    columns = (artifacts.c.kernel_key, artifacts.c.target, artifacts.c.spec, artifacts.c.config)
+    return session.execute(select(*columns).where(artifacts.c.key == key)).first()
 
 
 def put_artifact(session: Session, *, values: dict[str, Any]) -> None:
@@ -118,6 +135,32 @@ def record_trials(
     session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: str, target: str, trials: list[dict]
 ) -> None:
     best = min(trials, key=lambda t: t["time_ms"])
+    _put_result(session, tkey=tkey, kernel_key=kernel_key, key=key, dtypes=dtypes, target=target, best=best,
+                replace=False)
+    for trial in trials:
+        stmt = _insert(session, Trial).values(tuning_key=tkey, created_at=utcnow(), **trial)
+        cols = ("time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz")
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["tuning_key", "config_hash"],
+                set_={c: stmt.excluded[c] for c in cols},
+                where=Trial.time_ms > stmt.excluded.time_ms,
+            )
+        )
+
+
+def replace_result(
+    session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: str, target: str, best: dict
+) -> None:
+    """Overwrite a tuning result that could not be read back with this best trial, whatever its time:
+    the monotonic upsert would otherwise keep an unreadable row until a faster trial came."""
+    _put_result(session, tkey=tkey, kernel_key=kernel_key, key=key, dtypes=dtypes, target=target, best=best,
+                replace=True)
+
+
+def _put_result(
+    session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: str, target: str, best: dict, replace: bool
+) -> None:
     head = _insert(session, TuningResult).values(
         tuning_key=tkey,
         kernel_key=kernel_key,
@@ -129,23 +172,16 @@ def record_trials(
         artifact_key=best.get("artifact_key"),
         updated_at=utcnow(),
     )
+    columns = ("best_config", "best_time_ms", "artifact_key", "updated_at")
+    if replace:
+        columns = (*columns, "kernel_key", "key_values", "dtypes", "target")
     session.execute(
         head.on_conflict_do_update(
             index_elements=["tuning_key"],
-            set_={c: head.excluded[c] for c in ("best_config", "best_time_ms", "artifact_key", "updated_at")},
-            where=TuningResult.best_time_ms > head.excluded.best_time_ms,
+            set_={c: head.excluded[c] for c in columns},
+            where=None if replace else TuningResult.best_time_ms > head.excluded.best_time_ms,
         )
     )
-    for trial in trials:
-        stmt = _insert(session, Trial).values(tuning_key=tkey, created_at=utcnow(), **trial)
-        cols = ("time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz")
-        session.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["tuning_key", "config_hash"],
-                set_={c: stmt.excluded[c] for c in cols},
-                where=Trial.time_ms > stmt.excluded.time_ms,
-            )
-        )
 
 
 def _lookup_statement() -> Select:
@@ -163,7 +199,7 @@ def _lookup_statement() -> Select:
 
 LOOKUP_RESULT = ("tuning_key", "kernel_key", "key_values", "dtypes", "target", "best_config", "best_time_ms")
 ARTIFACT_META = ("key", "kernel_key", "kernel_name", "target", "emit", "compiler_version", "sha256", "size", "meta",
-                 "config")
+                 "config", "spec")
 _LOOKUP = _lookup_statement()
 
 
@@ -181,6 +217,15 @@ def lookup(conn: Connection, *, tkey: str) -> tuple[Row, SimpleNamespace | None]
 
 def get_trials(session: Session, *, tkey: str) -> list[Trial]:
     return list(session.scalars(select(Trial).where(Trial.tuning_key == tkey).order_by(Trial.time_ms)).all())
+
+
+def get_trial_ids(session: Session, *, tkey: str) -> list[int]:
+    """The ids only, best first: to read the trials one by one when one of them cannot be read back."""
+    return list(session.scalars(select(Trial.id).where(Trial.tuning_key == tkey).order_by(Trial.time_ms)).all())
+
+
+def get_trial(session: Session, *, trial_id: int) -> Trial | None:
+    return session.get(Trial, trial_id)
 
 
 # tokens

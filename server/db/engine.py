@@ -53,6 +53,10 @@ def _sqlite_engine(url: str, *, pool_size: int) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI connection
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+        # sqlite3's own decoding turns a stored text that is not UTF-8 into an OperationalError, which
+        # reads as a database outage (a 503 for as long as the row is there); a UnicodeDecodeError is
+        # what it is: a row that cannot be read back (server.service.UNREADABLE)
+        dbapi_conn.text_factory = _utf8
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA busy_timeout=30000")
@@ -66,6 +70,10 @@ def _sqlite_engine(url: str, *, pool_size: int) -> Engine:
         conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
     return engine
+
+
+def _utf8(value: bytes) -> str:
+    return str(value, "utf-8")
 
 
 def reader_engine(engine: Engine) -> Engine:

@@ -51,8 +51,12 @@ class Artifact(Base):
     llir: Mapped[str] = mapped_column(Text, default="")
     ptx: Mapped[str] = mapped_column(Text, default="")
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # launch metadata
-    sha256: Mapped[str] = mapped_column(KEY)
+    sha256: Mapped[str] = mapped_column(KEY)  # of the binary
     size: Mapped[int] = mapped_column(Integer)
+    # each text form is verified against its own sha256 (of its UTF-8 bytes) before it is served
+    tir_sha256: Mapped[str] = mapped_column(KEY)
+    llir_sha256: Mapped[str] = mapped_column(KEY)
+    ptx_sha256: Mapped[str] = mapped_column(KEY)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

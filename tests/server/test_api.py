@@ -96,7 +96,8 @@ async def test_lookup_and_tuning_results(client: httpx.AsyncClient) -> None:
     unknown = await client.get("/v1/lookup", params={**query, "kernel": "f" * 64})
     assert unknown.status_code == 404 and unknown.json()["missing"] == "kernel"
 
-    art = (await client.post("/v1/compile", json={"kernel_key": kernel["key"], "target": "cpu"})).json()
+    compile_body = {"kernel_key": kernel["key"], "target": "cpu", "config": {"kwargs": {"BLOCK": 1024}}}
+    art = (await client.post("/v1/compile", json=compile_body)).json()  # the build of the trial's config
     trials = [
         {"config": {"kwargs": {"BLOCK": 256}, "num_warps": 4}, "time_ms": 2.0},
         {"config": {"kwargs": {"BLOCK": 1024}, "num_warps": 4}, "time_ms": 1.0, "artifact_id": art["id"],

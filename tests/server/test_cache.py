@@ -88,6 +88,7 @@ async def test_two_writers_of_one_artifact_leave_one_row(client: httpx.AsyncClie
         "key": "c" * 64, "kernel_key": kernel["key"], "kernel_name": "add", "target": "cpu", "emit": "object",
         "compiler_version": "v", "spec": {}, "config": {}, "binary": b"\x7fELF", "tir": "", "llir": "", "ptx": "",
         "meta": {}, "sha256": hashlib.sha256(b"\x7fELF").hexdigest(), "size": 4,
+        **{f"{form}_sha256": hashlib.sha256(b"").hexdigest() for form in ("tir", "llir", "ptx")},
     }
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda _: state.write_sync(lambda s: crud.put_artifact(s, values=values)), range(8)))

@@ -21,7 +21,7 @@ def test_restart_keeps_the_cache(uvicorn_server: Callable[..., Uvicorn]) -> None
         art = c.compile(CompileCreate(ir=ADD_IR, target="cpu"))
         kernel_key = art.kernel_key
         c.record_tuning(TuningResultCreate(kernel_key=kernel_key, key="n", dtypes="f32", target="cpu",
-                                           trials=[TrialCreate(config={"kwargs": {"B": 1}}, time_ms=1.5,
+                                           trials=[TrialCreate(config={}, time_ms=1.5,
                                                                artifact_id=art.id)]))
         binary = c.download(art.id, "object")
     server.stop()

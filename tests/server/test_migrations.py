@@ -4,6 +4,7 @@ migration once — on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -122,5 +123,35 @@ def test_artifact_foreign_keys_keep_the_trials(empty_url: str) -> None:
         downgrade(empty_url, "0001")
         with engine.begin() as conn:
             assert conn.execute(text("SELECT count(*) FROM trials")).scalar_one() == 2
+    finally:
+        engine.dispose()
+
+
+def test_text_sha256_columns_are_filled_for_existing_rows(empty_url: str) -> None:
+    """0003 on a database written before it: each text form's sha256 is computed from the stored text, so
+    what was there verifies; downgrade drops the columns and keeps the rows."""
+    upgrade(empty_url, "0002")
+    engine = make_engine(empty_url, pool_size=1)
+    texts = {"tir": "module {}\n", "llir": "define void @add() {\n  ret void\n}\n", "ptx": ""}
+    t = Base.metadata.tables
+    now = datetime.now(UTC)
+    try:
+        with engine.begin() as conn:
+            conn.execute(t["kernels"].insert().values(key="k", name="add", kind="ir", input_sha256="i", info={},
+                                                      created_at=now))
+            conn.execute(text(
+                "INSERT INTO artifacts (key, kernel_key, kernel_name, target, emit, compiler_version, spec, config, "
+                "\"binary\", tir, llir, ptx, meta, sha256, size, created_at) VALUES ('a', 'k', 'add', 'cpu', 'object', "
+                "'v', '{}', '{}', :binary, :tir, :llir, :ptx, '{}', 's', 0, :now)"
+            ), {**texts, "binary": b"", "now": now})
+        upgrade(empty_url)
+        with engine.begin() as conn:
+            row = conn.execute(text("SELECT tir_sha256, llir_sha256, ptx_sha256 FROM artifacts")).one()
+        assert list(row) == [hashlib.sha256(texts[f].encode()).hexdigest() for f in ("tir", "llir", "ptx")]
+        downgrade(empty_url, "0002")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT tir, llir, ptx FROM artifacts")).one() == tuple(texts.values())
+            columns = {c["name"] for c in inspect(conn).get_columns("artifacts")}
+        assert not {"tir_sha256", "llir_sha256", "ptx_sha256"} & columns
     finally:
         engine.dispose()

@@ -1,17 +1,19 @@
 """GET|HEAD /v1/artifacts/{id} and /v1/artifacts/{id}/{form}: immutable, ETag = sha256 of the body.
 
-A binary whose bytes no longer match the stored sha256 is never served: it is rebuilt first.
+A form (binary or text) whose bytes no longer match its own stored sha256, or a row that cannot be read
+back, is never served: it is rebuilt first, or is a miss when it cannot be.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from sqlalchemy import Connection
+from sqlalchemy.orm import Session
 
 from ... import errors as E
 from ...db import crud
 from ...schemas import ArtifactForm, ArtifactPublic, ErrorPublic
-from ...service import BINARY_FORM, FORM_COLUMN, artifact_public, rebuild, sha256
+from ...service import BINARY_FORM, FORM_COLUMN, UNREADABLE, artifact_public, rebuild, sha256, unreadable
 from ...state import AppState
 from ..deps import StateDep, TokenDep
 
@@ -39,21 +41,34 @@ def _respond(request: Request, body: bytes, digest: str, media_type: str) -> Res
 @router.get("/{artifact_id}", response_model=ArtifactPublic, responses=NOT_FOUND)
 @router.head("/{artifact_id}", operation_id="head_artifact", responses=NOT_FOUND)
 async def get_artifact(artifact_id: str, request: Request, state: StateDep, _token: TokenDep) -> Response:
-    def load(session: object) -> ArtifactPublic | None:
-        row = crud.get_artifact_meta(session, key=artifact_id)  # type: ignore[arg-type]
-        return None if row is None else artifact_public(row, cached=True)
+    def load(session: Session) -> ArtifactPublic | str | None:
+        try:
+            row = crud.get_artifact_meta(session, key=artifact_id)
+            return None if row is None else artifact_public(row, cached=True)
+        except UNREADABLE:
+            return "unreadable"
 
-    public = await state.read(load)
-    if public is None:
-        raise _not_found(artifact_id)
-    body = public.model_dump_json().encode()
-    return _respond(request, body, sha256(body), "application/json")
+    for _attempt in range(2):
+        public = await state.read(load)
+        if public is None:
+            raise _not_found(artifact_id)
+        if isinstance(public, ArtifactPublic):
+            body = public.model_dump_json().encode()
+            return _respond(request, body, sha256(body), "application/json")
+        unreadable(state.metrics, "artifacts")
+        if not await rebuild(state, artifact_id):
+            raise _not_found(artifact_id)
+    raise _rebuild_failed(artifact_id)
+
+
+def _rebuild_failed(artifact_id: str) -> E.ApiError:
+    return E.ApiError(503, E.COMPILE_FAILED, E.MSG_REBUILD_FAILED.format(id=artifact_id), headers={"Retry-After": "5"})
 
 
 async def read_form(state: AppState, artifact_id: str, form: str) -> tuple[str, bytes, str]:
     """One read of a form, shared with the fast path: ("ok", body, sha256) from the byte cache or one
-    query (a binary only when it matches its stored sha256; then cached), else ("missing" | "no_form" |
-    "mismatch", b"", "") for the route to act on."""
+    query (only when the form matches its own stored sha256; then cached), else ("missing" | "no_form" |
+    "mismatch" | "unreadable", b"", "") for the route to act on."""
     cached = state.blobs.get((artifact_id, form))
     if cached is not None:
         state.metrics.cache_hits.labels("download").inc()
@@ -66,26 +81,32 @@ async def read_form(state: AppState, artifact_id: str, form: str) -> tuple[str, 
 
 
 def _read_and_hash(conn: Connection, artifact_id: str, form: str) -> tuple[str, bytes, str]:
-    """In the worker thread: the query and the sha256 of a body that may be megabytes."""
+    """In the worker thread: the query and the sha256 of a body that may be megabytes. An empty form is
+    "no_form" only once it matches its stored sha256: a text that was emptied is a mismatch."""
     column = FORM_COLUMN[form]
-    found = crud.get_artifact_form(conn, key=artifact_id, column=column)
-    if found is None:
-        return "missing", b"", ""
-    value, stored_sha, target = found
-    if form in ("cubin", "object") and BINARY_FORM[target.split(":")[0]] != form or not value:
-        return "no_form", b"", ""
+    try:
+        found = crud.get_artifact_form(conn, key=artifact_id, column=column)
+        if found is None:
+            return "missing", b"", ""
+        value, stored_sha, target = found
+        if column == "binary" and BINARY_FORM[target.split(":")[0]] != form:
+            return "no_form", b"", ""
+    except UNREADABLE:  # text that is not UTF-8 (SQLite), or a target that is no target
+        return "unreadable", b"", ""
     body = value if isinstance(value, bytes) else value.encode()
     digest = sha256(body)
-    if column == "binary" and digest != stored_sha:
+    if digest != stored_sha:
         return "mismatch", b"", ""
+    if not body:
+        return "no_form", b"", ""
     return "ok", body, digest
 
 
 async def _load_form(
     state: AppState, artifact_id: str, form: str, first: tuple[str, bytes, str] | None
 ) -> tuple[bytes, str]:
-    """The form's bytes and their sha256; a binary that no longer matches its sha256 is rebuilt first.
-    `first` is the fast path's read of this form, when it made one."""
+    """The form's bytes and their sha256; a form that no longer matches its sha256, or that cannot be
+    read, is rebuilt first. `first` is the fast path's read of this form, when it made one."""
     for attempt in range(2):
         status, body, digest = first if attempt == 0 and first is not None else await read_form(state, artifact_id, form)
         if status == "ok":
@@ -94,10 +115,13 @@ async def _load_form(
             raise _not_found(artifact_id)
         if status == "no_form":
             raise E.ApiError(404, E.NOT_FOUND, E.MSG_FORM_NOT_FOUND.format(id=artifact_id, form=form), missing=form)
-        state.metrics.sha_mismatches.inc()
+        if status == "mismatch":
+            state.metrics.sha_mismatches.inc()
+        else:
+            unreadable(state.metrics, "artifacts")
         if not await rebuild(state, artifact_id):
             raise _not_found(artifact_id)
-    raise E.ApiError(503, E.COMPILE_FAILED, E.MSG_REBUILD_FAILED.format(id=artifact_id), headers={"Retry-After": "5"})
+    raise _rebuild_failed(artifact_id)
 
 
 FORM_RESPONSES = {200: {"content": {"application/octet-stream": {}, "text/plain": {}}}, **NOT_FOUND}

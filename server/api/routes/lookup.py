@@ -15,8 +15,9 @@ from sqlalchemy.exc import OperationalError
 
 from ... import errors as E
 from ...db import crud
+from ...metrics import Metrics
 from ...schemas import ErrorPublic, LookupPublic
-from ...service import artifact_public, check_target
+from ...service import UNREADABLE, artifact_public, check_target, link_mismatch, stored_config, unreadable
 from ...state import AppState
 from ..deps import StateDep, TokenDep
 
@@ -25,37 +26,58 @@ JSON = "application/json"
 MISSED = "tilec.lookup_missed"  # scope key: the tuning key the fast path found no result for
 
 
-def lookup_public(result: Row, artifact: Any) -> LookupPublic:
-    """From crud.lookup's answer: the result row and its artifact's metadata (or None)."""
-    return LookupPublic(
+def lookup_public(metrics: Metrics, result: Row, artifact: Any) -> LookupPublic:
+    """From crud.lookup's answer: the result row and its artifact's metadata (or None). Raises an
+    UNREADABLE error when the result row cannot be read back; an artifact that cannot be, or that is not
+    a build of the result's kernel, target and config, is left out (counted), the config still served."""
+    config = stored_config(result.best_config)
+    identity = crud.tuning_key(kernel_key=result.kernel_key, key=result.key_values, dtypes=result.dtypes,
+                               target=result.target)
+    if identity != result.tuning_key:
+        raise ValueError(f"tuning result {result.tuning_key} is stored under another key")
+    public = LookupPublic(
         tuning_key=result.tuning_key,
         kernel_key=result.kernel_key,
         key=result.key_values,
         dtypes=result.dtypes,
         target=result.target,
-        config=result.best_config,
+        config=config,
         time_ms=result.best_time_ms,
-        artifact=None if artifact is None else artifact_public(artifact, cached=True),
         trials=result.trials,
     )
+    if artifact is None:
+        return public
+    try:
+        served = artifact_public(artifact, cached=True)
+        mismatch = link_mismatch(kernel_key=result.kernel_key, target=result.target, config=config, build=artifact)
+    except UNREADABLE:
+        unreadable(metrics, "artifacts")
+        return public
+    if mismatch is not None:  # written before the tuning-results route checked links, or by another writer
+        unreadable(metrics, "tuning_results")
+        return public
+    public.artifact = served
+    return public
 
 
-def _find(conn: Connection, tkey: str) -> bytes | None:
-    found = crud.lookup(conn, tkey=tkey)
-    if found is None:
+def _find(conn: Connection, tkey: str, metrics: Metrics) -> bytes | None:
+    try:
+        found = crud.lookup(conn, tkey=tkey)
+        return None if found is None else lookup_public(metrics, *found).model_dump_json().encode()
+    except UNREADABLE:  # a miss: a new tuning result for this key replaces the row
+        unreadable(metrics, "tuning_results")
         return None
-    return lookup_public(*found).model_dump_json().encode()
 
 
 async def answer(state: AppState, tkey: str) -> bytes | None:
     """The serialised answer for a tuning key, from the cache or else one query (then cached); None when
-    there is no such result. Shared by the route and the fast path; neither validates here: a row can
-    only exist for parameters that the tuning-results route accepted."""
+    there is no such result, or its row cannot be read back. Shared by the route and the fast path;
+    neither validates the parameters here: a row can only exist for those the tuning-results route accepted."""
     body = state.lookups.get(tkey)
     if body is not None:
         state.metrics.cache_hits.labels("lookup").inc()
         return body
-    body = await state.query(lambda c: _find(c, tkey))
+    body = await state.query(lambda c: _find(c, tkey, state.metrics))
     state.metrics.cache_misses.labels("lookup").inc()
     if body is not None:
         state.lookups.put(tkey, body)

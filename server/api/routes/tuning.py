@@ -7,8 +7,10 @@ from sqlalchemy.orm import Session
 
 from ... import errors as E
 from ...db import crud
-from ...schemas import ErrorPublic, TrialPublic, TuningResultCreate, TuningResultPublic
-from ...service import check_target, normalize_config
+from ...db.models import Trial
+from ...metrics import Metrics
+from ...schemas import ErrorPublic, LookupPublic, TrialPublic, TuningResultCreate, TuningResultPublic
+from ...service import UNREADABLE, check_target, link_mismatch, normalize_config, stored_config, unreadable
 from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 from .lookup import lookup_public
 
@@ -31,49 +33,94 @@ async def record(body: TuningResultCreate, state: StateDep, _token: SubmitTokenD
         trials.append({"config": config, "config_hash": crud.stable_hash(config), "artifact_key": t.artifact_id, **extra})
 
     def write(session: Session) -> TuningResultPublic:
-        if crud.get_kernel(session, key=body.kernel_key) is None:
+        if not crud.kernel_exists(session.connection(), key=body.kernel_key):
             raise E.ApiError(
                 404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel"
             )
-        _check_artifacts(session, kernel_key=body.kernel_key, trials=trials)
-        crud.record_trials(
-            session, tkey=tkey, kernel_key=body.kernel_key, key=body.key, dtypes=body.dtypes, target=body.target,
-            trials=trials,
-        )
-        found = crud.lookup(session.connection(), tkey=tkey)
-        assert found is not None
-        return TuningResultPublic(**lookup_public(*found).model_dump(), recorded=len(trials))
+        _check_artifacts(session, state.metrics, result=body, trials=trials)
+        where = {"tkey": tkey, "kernel_key": body.kernel_key, "key": body.key, "dtypes": body.dtypes,
+                 "target": body.target}
+        crud.record_trials(session, **where, trials=trials)
+        try:
+            public = _read_result(session, state.metrics, tkey)
+        except UNREADABLE:  # the stored best cannot be read back: this request's best replaces it
+            unreadable(state.metrics, "tuning_results")
+            crud.replace_result(session, **where, best=min(trials, key=lambda t: t["time_ms"]))
+            public = _read_result(session, state.metrics, tkey)
+        return TuningResultPublic(**public.model_dump(), recorded=len(trials))
 
     result = await state.write(write)
     state.lookups.drop(tkey)
     return result
 
 
-def _check_artifacts(session: Session, *, kernel_key: str, trials: list[dict]) -> None:
-    """Each trial's artifact exists and is a build of this kernel (422 naming the trial and the artifact)."""
-    owners = crud.artifact_kernels(session, keys={t["artifact_key"] for t in trials if t["artifact_key"] is not None})
+def _read_result(session: Session, metrics: Metrics, tkey: str) -> LookupPublic:
+    found = crud.lookup(session.connection(), tkey=tkey)
+    assert found is not None
+    return lookup_public(metrics, *found)
+
+
+MISMATCH_MESSAGES = {
+    "kernel": E.MSG_TRIAL_ARTIFACT_OTHER_KERNEL,
+    "target": E.MSG_TRIAL_ARTIFACT_OTHER_TARGET,
+    "config": E.MSG_TRIAL_ARTIFACT_OTHER_CONFIG,
+}
+
+
+def _check_artifacts(session: Session, metrics: Metrics, *, result: TuningResultCreate, trials: list[dict]) -> None:
+    """Each trial's artifact exists and is a build of the result's kernel and target and of the trial's
+    config: else a 422 naming the trial, the artifact and what differs. The lookup serves that artifact
+    as the binary of the config, so a build of anything else must never be linked."""
     for index, trial in enumerate(trials):
         artifact = trial["artifact_key"]
         if artifact is None:
             continue
-        owner = owners.get(artifact)
-        if owner is None:
+        try:
+            build = crud.get_artifact_build(session, key=artifact)
+            mismatch = None if build is None else link_mismatch(
+                kernel_key=result.kernel_key, target=result.target, config=trial["config"], build=build
+            )
+        except UNREADABLE:
+            unreadable(metrics, "artifacts")
+            detail = E.MSG_TRIAL_ARTIFACT_UNREADABLE.format(index=index, id=artifact)
+            raise E.ApiError(422, E.UNKNOWN_ARTIFACT, detail, artifact_id=artifact, trial=index) from None
+        if build is None:
             detail = E.MSG_TRIAL_ARTIFACT_NOT_FOUND.format(index=index, id=artifact)
             raise E.ApiError(422, E.UNKNOWN_ARTIFACT, detail, missing="artifact", artifact_id=artifact, trial=index)
-        if owner != kernel_key:
-            detail = E.MSG_TRIAL_ARTIFACT_OTHER_KERNEL.format(index=index, id=artifact, other=owner, kernel=kernel_key)
-            raise E.ApiError(422, E.UNKNOWN_ARTIFACT, detail, artifact_id=artifact, trial=index)
+        if mismatch is not None:
+            which, args = mismatch
+            detail = MISMATCH_MESSAGES[which].format(index=index, id=artifact, **args)
+            raise E.ApiError(422, E.ARTIFACT_MISMATCH, detail, mismatch=which, artifact_id=artifact, trial=index)
 
 
 @router.get("/{tuning_key}/trials", response_model=list[TrialPublic])
-def trials(tuning_key: str, session: ReadSessionDep, _token: TokenDep) -> list[TrialPublic]:
-    return [
-        TrialPublic(
-            config=t.config,
+def trials(tuning_key: str, session: ReadSessionDep, state: StateDep, _token: TokenDep) -> list[TrialPublic]:
+    """Every trial, best first; one that cannot be read back is left out (and counted)."""
+    try:
+        rows: list[Trial | None] = list(crud.get_trials(session, tkey=tuning_key))
+    except UNREADABLE:  # one row broke the whole fetch: read them one by one
+        rows = [_read_trial(session, state.metrics, i) for i in crud.get_trial_ids(session, tkey=tuning_key)]
+    listed = [_trial_public(state.metrics, row) for row in rows if row is not None]
+    return [t for t in listed if t is not None]
+
+
+def _read_trial(session: Session, metrics: Metrics, trial_id: int) -> Trial | None:
+    try:
+        return crud.get_trial(session, trial_id=trial_id)
+    except UNREADABLE:
+        unreadable(metrics, "trials")
+        return None
+
+
+def _trial_public(metrics: Metrics, t: Trial) -> TrialPublic | None:
+    try:
+        return TrialPublic(
+            config=stored_config(t.config),
             time_ms=t.time_ms,
             artifact_id=t.artifact_key,
             gpu_model=t.gpu_model,
             driver_version=t.driver_version,
         )
-        for t in crud.get_trials(session, tkey=tuning_key)
-    ]
+    except UNREADABLE:
+        unreadable(metrics, "trials")
+        return None
