@@ -8,9 +8,9 @@ import mmap
 import numpy as np
 import pytest
 
+from tilec.compiler.backends import stages
 from tilec.compiler.backends.cpu.target import optimise
 from tilec.compiler.errors import CompileError, ToolError
-from tilec.compiler.backends import stages
 from tilec.compiler.pipeline import compile_kernel
 
 from .kit import run_cpu

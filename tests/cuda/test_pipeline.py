@@ -11,10 +11,10 @@ import pytest
 
 from tests.kernels import source
 from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.frontend import build_ir, read_kernel
-from tilec.compiler.passes import PassManager, pipeline
 from tilec.compiler.backends.cuda.passes import GpuLayoutPass, GpuPipelinePass
 from tilec.compiler.backends.cuda.plan import read_layouts, read_pipeline
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.passes import PassManager, pipeline
 from tilec.compiler.pipeline import compile_kernel
 
 BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()

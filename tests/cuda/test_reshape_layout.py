@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.ir import parse_module
-from tilec.compiler.passes import PassManager, pipeline
 from tilec.compiler.backends.cuda.layout_reshape import flat_index, reshape_layout, unflat_index
 from tilec.compiler.backends.cuda.layouts import Layout, MmaSpec, blocked, mma_layout, scan_layout
 from tilec.compiler.backends.cuda.passes import GpuLayoutPass
 from tilec.compiler.backends.cuda.plan import read_layouts
+from tilec.compiler.ir import parse_module
+from tilec.compiler.passes import PassManager, pipeline
 from tilec.compiler.pipeline import compile_kernel
 
 

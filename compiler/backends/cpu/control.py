@@ -9,9 +9,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Operation, Value
+from ..llvm.types import kind_of, splat_const
 from .buffers import Big, as_buffer, copy, is_big, new_buffer
 from .lower import HANDLERS, FunctionLowering, lowering_error
-from ..llvm.types import kind_of, splat_const
 
 
 def _yielded(lw: FunctionLowering, term: Operation | None, op: Operation) -> list:

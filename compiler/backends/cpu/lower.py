@@ -16,7 +16,6 @@ from ...errors import CompileError
 from ...ir.core import Block, Function, Operation, Value, error_location
 from ...ir.ops import ELEMENTWISE_BINARY, MATH_UNARY, TERMINATORS
 from ...ir.types import PointerType, TileType, Type, elem_type
-from .buffers import STACK_LIMIT, Big, copy, is_big, is_elementwise, lower_chunked, make_range_big
 from ..llvm.loops import counted_loop, entry_alloca, load_elem
 from ..llvm.tables import BINARY, CMP, UNARY, cast, fma
 from ..llvm.types import (
@@ -37,6 +36,7 @@ from ..llvm.types import (
     scalar_ll,
     splat_const,
 )
+from .buffers import STACK_LIMIT, Big, copy, is_big, is_elementwise, lower_chunked, make_range_big
 
 Handler = Callable[["FunctionLowering", Operation], list | None]
 HANDLERS: dict[str, Handler] = {}

@@ -14,20 +14,6 @@ from llvmlite import ir
 
 from ...ir.core import Operation
 from ...ir.types import PointerType, ScalarType, TileType, elem_type
-from .buffers import (
-    Big,
-    as_big,
-    chunk_width,
-    const64,
-    fill,
-    from_buffer,
-    load_chunk,
-    new_buffer,
-    slot_type,
-    store_chunk,
-)
-from .contig import contiguous_address, last_axis_run
-from .lower import HANDLERS, FunctionLowering, lowering_error
 from ..llvm.loops import counted_loop, entry_alloca
 from ..llvm.tables import BINARY
 from ..llvm.types import (
@@ -44,6 +30,20 @@ from ..llvm.types import (
     scalar_ll,
     splat_const,
 )
+from .buffers import (
+    Big,
+    as_big,
+    chunk_width,
+    const64,
+    fill,
+    from_buffer,
+    load_chunk,
+    new_buffer,
+    slot_type,
+    store_chunk,
+)
+from .contig import contiguous_address, last_axis_run
+from .lower import HANDLERS, FunctionLowering, lowering_error
 
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 

@@ -14,6 +14,9 @@ from llvmlite import ir
 
 from ...ir.core import Operation
 from ...ir.types import TileType, shape_of
+from ..llvm.loops import counted_loop, entry_alloca
+from ..llvm.tables import BINARY, CMP
+from ..llvm.types import I32, declare, is_bf16, kind_of, mangle, round_bf16, scalar_ll
 from .buffers import (
     Big,
     as_big,
@@ -28,9 +31,6 @@ from .buffers import (
     vec_type,
 )
 from .lower import HANDLERS, FunctionLowering, lowering_error
-from ..llvm.loops import counted_loop, entry_alloca
-from ..llvm.tables import BINARY, CMP
-from ..llvm.types import I32, declare, is_bf16, kind_of, mangle, round_bf16, scalar_ll
 
 _VECTOR_REDUCE = {
     ("sum", "float"): "fadd", ("prod", "float"): "fmul", ("max", "float"): "fmax", ("min", "float"): "fmin",

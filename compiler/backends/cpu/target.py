@@ -16,10 +16,10 @@ from ...errors import CompileError, ToolError
 from ...ir.core import Function, Module
 from ...ir.types import PointerType, ScalarType
 from ...tir import tir_stage
-from . import control, memory, reduce, tiles  # noqa: F401 - they register their op handlers
-from .lower import FunctionLowering, function_type
 from ..llvm.loops import counted_loop
 from ..llvm.types import I32, I64, PTR, ll_type
+from . import control, memory, reduce, tiles  # noqa: F401 - they register their op handlers
+from .lower import FunctionLowering, function_type
 
 SLOT_BYTES = 8
 

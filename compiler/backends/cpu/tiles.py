@@ -11,6 +11,9 @@ from llvmlite import ir
 
 from ...ir.core import Operation
 from ...ir.types import TileType, shape_of
+from ..llvm.loops import counted_loop, entry_alloca
+from ..llvm.tables import BINARY, cast
+from ..llvm.types import F32, I32, is_bf16, kind_of, round_bf16, scalar_ll
 from .buffers import (
     Big,
     as_big,
@@ -26,9 +29,6 @@ from .buffers import (
     vec_type,
 )
 from .lower import HANDLERS, FunctionLowering
-from ..llvm.loops import counted_loop, entry_alloca
-from ..llvm.tables import BINARY, cast
-from ..llvm.types import F32, I32, is_bf16, kind_of, round_bf16, scalar_ll
 
 
 def _shuffle(b: ir.IRBuilder, x: ir.Value, index: np.ndarray) -> ir.Value:

@@ -14,6 +14,7 @@ from ...errors import CompileError
 from ...ir.core import Function, Operation, Value
 from ...ir.types import PointerType, TileType, elem_type, shape_of
 from . import ops
+from .control import ControlLowering
 from .layouts import Layout, log2
 from .memory import MemoryLowering
 from .misc import MiscLowering
@@ -26,7 +27,8 @@ from .shape import ShapeLowering
 MAX_REGS_PER_THREAD = 4096
 
 
-class CudaLowering(MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, ReduceLowering, ShapeLowering):
+class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, ReduceLowering,
+                   ShapeLowering):
     def __init__(self, fn: Function, sm: int):
         self.src = fn
         self.plan = read_layouts(fn)
@@ -292,137 +294,6 @@ class CudaLowering(MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, 
         fn = ops.intrinsic(self.module, "llvm.nvvm.barrier0", ir.VoidType(), [])
         self.b.call(fn, [])
         self.smem_dirty = False
-
-    # ---- control flow --------------------------------------------------------------------------
-
-    def _flat(self, vals: list[Value], lays: list[Layout | None]) -> list:
-        out = []
-        for v, lay in zip(vals, lays, strict=False):
-            got = self.get(v, lay)
-            out.extend(got if isinstance(got, list) else [got])
-        return out
-
-    def _unflat(self, flat: list, vals: list[Value], lays: list[Layout | None]) -> None:
-        i = 0
-        for v, lay in zip(vals, lays, strict=False):
-            if lay is None:
-                self.define(v, None, flat[i])
-                i += 1
-            else:
-                self.define(v, lay, flat[i : i + lay.num_regs])
-                i += lay.num_regs
-
-    def _lays(self, vals: list[Value]) -> list[Layout | None]:
-        return [self.layout_of(v) if isinstance(v.type, TileType) else None for v in vals]
-
-    def _region(self, block, args_flat: list | None = None, arg_vals=None, arg_lays=None):
-        self.scopes.append({})
-        self.smem_dirty = True
-        if arg_vals is not None:
-            self._unflat(args_flat, arg_vals, arg_lays)
-        body = [o for o in block.ops if o is not block.terminator]
-        self.lower_block(body)
-        return block.terminator
-
-    def op_for(self, op: Operation) -> None:
-        pipe = self.pipes.loops.get(op)
-        if pipe is not None:
-            self.pipelined_for(op, pipe)
-            return
-        lb, ub, step = (self.scalar(v) for v in op.operands[:3])
-        body = op.regions[0].block
-        iters = body.args[1:]
-        lays = self._lays(iters)
-        init = self._flat(op.operands[3:], lays)
-        signed = elem_type(op.operands[0].type).is_signed
-        pre = self.b.block
-        header = self.fn.append_basic_block("for.header")
-        loop = self.fn.append_basic_block("for.body")
-        exit_ = self.fn.append_basic_block("for.exit")
-        self.b.branch(header)
-        self.b.position_at_end(header)
-        iv = self.b.phi(lb.type)
-        iv.add_incoming(lb, pre)
-        phis = []
-        for x in init:
-            p = self.b.phi(x.type)
-            p.add_incoming(x, pre)
-            phis.append(p)
-        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
-        up = cmp("<", iv, ub)
-        if signed:
-            down = self.b.icmp_signed(">", iv, ub)
-            up = self.b.select(self.b.icmp_signed(">", step, ir.Constant(step.type, 0)), up, down)
-        self.b.cbranch(up, loop, exit_)
-        self.b.position_at_end(loop)
-        term = self._region(body, [iv, *phis], body.args, [None, *lays])
-        nxt = self._flat(term.operands, lays)
-        self.scopes.pop()
-        latch = self.b.block
-        iv.add_incoming(self.b.add(iv, step), latch)
-        for p, x in zip(phis, nxt, strict=False):
-            p.add_incoming(x, latch)
-        self.b.branch(header)
-        self.b.position_at_end(exit_)
-        self.smem_dirty = True
-        self._unflat(phis, op.results, lays)
-
-    def op_if(self, op: Operation) -> None:
-        cond = self.scalar(op.operands[0])
-        lays = self._lays(op.results)
-        then_bb = self.fn.append_basic_block("if.then")
-        else_bb = self.fn.append_basic_block("if.else")
-        merge = self.fn.append_basic_block("if.end")
-        self.b.cbranch(cond, then_bb, else_bb)
-        incoming = []
-        for bb, region in ((then_bb, op.regions[0]), (else_bb, op.regions[1])):
-            self.b.position_at_end(bb)
-            term = self._region(region.block)
-            flat = self._flat(term.operands, lays)
-            self.scopes.pop()
-            incoming.append((flat, self.b.block))
-            self.b.branch(merge)
-        self.b.position_at_end(merge)
-        self.smem_dirty = True
-        phis = []
-        for i, x in enumerate(incoming[0][0]):
-            p = self.b.phi(x.type)
-            for flat, bb in incoming:
-                p.add_incoming(flat[i], bb)
-            phis.append(p)
-        self._unflat(phis, op.results, lays)
-
-    def op_while(self, op: Operation) -> None:
-        before, after = op.regions[0].block, op.regions[1].block
-        lays = self._lays(before.args)
-        init = self._flat(op.operands, lays)
-        pre = self.b.block
-        header = self.fn.append_basic_block("while.before")
-        body = self.fn.append_basic_block("while.after")
-        exit_ = self.fn.append_basic_block("while.exit")
-        self.b.branch(header)
-        self.b.position_at_end(header)
-        phis = []
-        for x in init:
-            p = self.b.phi(x.type)
-            p.add_incoming(x, pre)
-            phis.append(p)
-        cond_op = self._region(before, phis, before.args, lays)
-        carried_lays = self._lays(after.args)
-        carried = self._flat(cond_op.operands[1:], carried_lays)
-        cond = self.scalar(cond_op.operands[0])
-        self.scopes.pop()
-        self.b.cbranch(cond, body, exit_)
-        self.b.position_at_end(body)
-        term = self._region(after, carried, after.args, carried_lays)
-        nxt = self._flat(term.operands, lays)
-        self.scopes.pop()
-        for p, x in zip(phis, nxt, strict=False):
-            p.add_incoming(x, self.b.block)
-        self.b.branch(header)
-        self.b.position_at_end(exit_)
-        self.smem_dirty = True
-        self._unflat(carried, op.results, self._lays(op.results))
 
 
 def lower_kernel(fn: Function, sm: int) -> tuple[ir.Module, dict]:

@@ -13,8 +13,8 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import TileType, elem_type
-from .layouts import Layout
 from . import ops
+from .layouts import Layout
 
 MAX_SMEM = 227 * 1024
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}

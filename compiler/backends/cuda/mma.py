@@ -16,9 +16,9 @@ import llvmlite.ir as ir
 
 from ...ir.core import Operation
 from ...ir.types import elem_type
+from . import ops
 from .layouts import Layout, MmaSpec, log2
 from .plan import operand_stride
-from . import ops
 
 
 def _c(x: int) -> ir.Constant:

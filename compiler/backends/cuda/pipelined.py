@@ -13,8 +13,8 @@ import llvmlite.ir as ir
 
 from ...ir.core import Operation
 from ...ir.types import elem_type
-from .plan import LoopPipeline
 from . import ops
+from .plan import LoopPipeline
 
 
 def _c(x: int) -> ir.Constant:
@@ -125,31 +125,12 @@ class PipelineLowering:
         for s in range(pipe.stages - 1):
             state = self._step(pipe, outer, state, _c(s), ub, step, signed, ring_base)
             self.cp_commit()
-        pre = self.b.block
-        header = self.fn.append_basic_block("pfor.header")
-        loop = self.fn.append_basic_block("pfor.body")
-        exit_ = self.fn.append_basic_block("pfor.exit")
-        self.b.branch(header)
-        self.b.position_at_end(header)
-        iv = self.b.phi(lb.type)
-        iv.add_incoming(lb, pre)
-        phis = []
-        for x in init:
-            p = self.b.phi(x.type)
-            p.add_incoming(x, pre)
-            phis.append(p)
-        slot = self.b.phi(ops.I32)
-        slot.add_incoming(_c(0), pre)
-        f_iv = self.b.phi(lb.type)
-        f_iv.add_incoming(state[0], pre)
-        f_addr = []
-        for regs in state[1]:
-            ps = []
-            for x in regs:
-                p = self.b.phi(x.type)
-                p.add_incoming(x, pre)
-                ps.append(p)
-            f_addr.append(ps)
+        n = len(init)
+        first = [lb, *init, _c(0), state[0], *(x for regs in state[1] for x in regs)]  # iv, carried, slot, issue state
+        heads, header, loop, exit_ = self.enter_loop(("pfor.header", "pfor.body", "pfor.exit"), first)
+        iv, phis, slot, f_iv = heads[0], heads[1 : n + 1], heads[n + 1], heads[n + 2]
+        rest = iter(heads[n + 3 :])
+        f_addr = [[next(rest) for _ in regs] for regs in state[1]]
         cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
         self.b.cbranch(cmp("<", iv, ub), loop, exit_)
         self.b.position_at_end(loop)
@@ -165,18 +146,12 @@ class PipelineLowering:
         self.lower_block([o for o in body.ops if o is not body.terminator])
         nxt = self._flat(body.terminator.operands, lays)
         self.scopes.pop()
-        latch = self.b.block
-        iv.add_incoming(self.b.add(iv, step), latch)
-        for p, x in zip(phis, nxt, strict=True):
-            p.add_incoming(x, latch)
-        slot.add_incoming(self.b.select(self.b.icmp_unsigned("==", slot, last), _c(0), self.b.add(slot, _c(1))), latch)
-        f_iv.add_incoming(nxt_state[0], latch)
+        back = [(iv, self.b.add(iv, step)), *zip(phis, nxt, strict=True)]
+        back.append((slot, self.b.select(self.b.icmp_unsigned("==", slot, last), _c(0), self.b.add(slot, _c(1)))))
+        back.append((f_iv, nxt_state[0]))
         for ps, regs in zip(f_addr, nxt_state[1], strict=True):
-            for p, x in zip(ps, regs, strict=True):
-                p.add_incoming(x, latch)
-        self.b.branch(header)
-        self.b.position_at_end(exit_)
+            back.extend(zip(ps, regs, strict=True))
+        self.close_loop(header, exit_, back)
         self.cp_wait(0)
         self.smem_base = saved_base
-        self.smem_dirty = True
         self._unflat(phis, op.results, lays)

@@ -14,8 +14,8 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import ScalarType, TileType, elem_type
-from .layouts import Layout
 from . import ops
+from .layouts import Layout
 
 
 class ReduceLowering:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import elem_type
-from .layouts import Layout
 from .layout_reshape import reshape_layout
+from .layouts import Layout
 
 
 class ShapeLowering:
