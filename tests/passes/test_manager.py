@@ -1,14 +1,18 @@
-"""The pass registry, the pass manager (pipelines, options, verification, dumps, timing) and tilec-opt."""
+"""The pass registries (the machine-independent one and each backend's), the pass manager (pipelines,
+options, verification, dumps, timing) and tilec-opt."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
 
+from tilec.compiler.backends import KINDS, backend, backend_passes
 from tilec.compiler.errors import CompileError, VerifyError
 from tilec.compiler.ir import parse_module, print_module, verify_module
 from tilec.compiler.passes import PASSES, PassManager, make_pass, pipeline
@@ -36,6 +40,41 @@ def test_registry_names_match_classes(name: str) -> None:
     assert cls.name == name
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
     assert cls.__doc__ and callable(cls.apply)
+
+
+@pytest.mark.parametrize("name", sorted(backend_passes()))
+def test_backend_registry_names_match_classes(name: str) -> None:
+    cls = backend_passes()[name]
+    assert cls.name == name and name not in PASSES
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    assert cls.__doc__ and callable(cls.apply)
+
+
+def test_every_backend_has_passes_and_stages() -> None:
+    for kind in KINDS:
+        pkg = backend(kind)
+        names = [n for n, _ in pkg.stages()]
+        assert names[0] == "tir" and isinstance(pkg.PASSES, dict)
+    assert {"gpu-dot-acc", "gpu-layout", "gpu-pipeline"} <= set(backend("cuda").PASSES)
+    assert backend("tpu") is None
+
+
+def test_pipeline_and_passes_load_no_backend() -> None:
+    """The passes never import a backend, and the pipeline imports one (llvmlite and all) only when a
+    compile for its target runs."""
+    code = ("import sys, tilec.compiler.passes, tilec.compiler.pipeline, tilec.compiler.tir\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('tilec.compiler.backends.', 'llvmlite'))))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_opt_runs_backend_passes(tmp_path, capsys) -> None:
+    f = tmp_path / "k.tir"
+    f.write_text(IR)
+    assert opt_main([str(f), "-p", "gpu-layout{num_warps=8}"]) == 0
+    assert "{gpu.num_warps = 8}" in capsys.readouterr().out
+    with pytest.raises(CompileError, match="unknown pass 'gpu-layout'"):
+        make_pass("gpu-layout")  # the machine-independent registry alone does not know it
 
 
 def test_default_pipeline_runs_known_passes() -> None:

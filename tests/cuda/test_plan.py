@@ -1,0 +1,76 @@
+"""The cuda passes' decisions live in the IR (gpu.* attributes, backends/cuda/plan.py) without a GPU: every
+layout family prints and parses back to itself, the gpu-tir stage's module round-trips as text and lowers
+from that text to the same LLVM IR, and a malformed record is a located CompileError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.kernels import KERNELS, source
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.backends.cuda.layouts import MmaSpec, blocked, mma_layout, scan_layout
+from tilec.compiler.backends.cuda.lower import lower_kernel
+from tilec.compiler.backends.cuda.plan import format_layout, format_mma, parse_layout, parse_mma, read_layouts
+from tilec.compiler.backends.cuda.target import gpu_tir
+from tilec.compiler.errors import CompileError
+from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.ir import parse_module, print_module
+from tilec.compiler.tir import tir_stage
+
+BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
+
+
+def test_layout_text_round_trips() -> None:
+    shapes = [(1024,), (64, 16), (4, 8, 16), (1, 64)]
+    lays = [blocked(s, nw, vec) for s in shapes for nw in (1, 4, 8) for vec in (1, 4)]
+    lays += [scan_layout(s, 0, 4) for s in shapes]
+    lays.append(mma_layout((64, 64), MmaSpec("f16", 16, 2, 2, 2, 4), 4))
+    for lay in lays:
+        text = format_layout(lay)
+        assert parse_layout(text, lay.shape) == lay, text
+    spec = MmaSpec("tf32", 8, 4, 2, 1, 8)
+    assert parse_mma(format_mma(spec), None) == spec  # type: ignore[arg-type]
+
+
+def _gpu_module(src: str, name: str, sig: dict, consts: dict, hints: dict | None = None, stages: int = 3):
+    meta = {"kernel_name": name, "options": CompileOptions(target="cuda:sm_90", num_stages=stages)}
+    module = tir_stage(build_ir(read_kernel(src, name), sig, consts, hints=hints), meta)
+    return gpu_tir(module, meta)
+
+
+@pytest.mark.parametrize("stem", ["matmul", "layer_norm", "fused_softmax", "cumsum"])
+def test_gpu_tir_round_trips_and_lowers_from_text(stem: str) -> None:
+    k = KERNELS[stem]
+    module = _gpu_module(source(stem), k["name"], k["signature"], k["constexprs"])
+    text = print_module(module)
+    assert "gpu.num_warps = 4" in text and "gpu.layout = " in text
+    again = parse_module(text)
+    assert print_module(again) == text
+    direct, _ = lower_kernel(module.kernels[0], 90)
+    from_text, _ = lower_kernel(again.kernels[0], 90)
+    assert str(from_text) == str(direct)
+
+
+def test_pipelined_loop_lowers_from_text() -> None:
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    hints = {p: {"divisibility": 16} for p in sig}
+    module = _gpu_module(BENCH, "matmul_plain", sig, {"BM": 64, "BN": 64, "BK": 32}, hints)
+    text = print_module(module)
+    assert "gpu.stages = 3" in text and text.count("gpu.ring_offset") == 2
+    direct, info = lower_kernel(module.kernels[0], 90)
+    from_text, _ = lower_kernel(parse_module(text).kernels[0], 90)
+    assert info["pipelined_loops"] == 1 and str(from_text) == str(direct)
+
+
+def test_bad_records_are_located_errors() -> None:
+    k = KERNELS["vector_add"]
+    text = print_module(_gpu_module(source("vector_add"), k["name"], k["signature"], k["constexprs"]))
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "gpu.access" in ln)
+    bad = text.replace("gpu.access = \"reg=", "gpu.access = \"reg=(0,1)", 1)  # a 2-D basis in a 1-D tile
+    with pytest.raises(CompileError, match="is not a layout of a") as exc:
+        read_layouts(parse_module(bad).kernels[0])
+    assert exc.value.line == line
+    with pytest.raises(CompileError, match="run the gpu-layout pass first"):
+        read_layouts(parse_module(text.replace("{gpu.num_warps = 4} ", "")).kernels[0])
