@@ -33,5 +33,7 @@ PIPELINES: dict[str, list[str]] = {
 
 def pipeline(name: str) -> list[str]:
     if name not in PIPELINES:
-        raise CompileError(f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})", filename="<passes>")
+        raise CompileError(
+            f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})", filename="<passes>"
+        )
     return list(PIPELINES[name])

@@ -68,7 +68,7 @@ def test_bad_records_are_located_errors() -> None:
     k = KERNELS["vector_add"]
     text = print_module(_gpu_module(source("vector_add"), k["name"], k["signature"], k["constexprs"]))
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if "gpu.access" in ln)
-    bad = text.replace("gpu.access = \"reg=", "gpu.access = \"reg=(0,1)", 1)  # a 2-D basis in a 1-D tile
+    bad = text.replace('gpu.access = "reg=', 'gpu.access = "reg=(0,1)', 1)  # a 2-D basis in a 1-D tile
     with pytest.raises(CompileError, match="is not a layout of a") as exc:
         read_layouts(parse_module(bad).kernels[0])
     assert exc.value.line == line

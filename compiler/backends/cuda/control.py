@@ -48,7 +48,9 @@ class ControlLowering:
 
     # ---- loop scaffolding ----------------------------------------------------------------------
 
-    def enter_loop(self, names: tuple[str, str, str], first: list) -> tuple[list, ir.Block, ir.Block, ir.Block]:
+    def enter_loop(
+        self, names: tuple[str, str, str], first: list
+    ) -> tuple[list, ir.Block, ir.Block, ir.Block]:
         """Branch into a new loop header with one phi per value of `first` (its value on entry); the
         phis and the (header, body, exit) blocks, the builder left in the header."""
         pre = self.b.block
@@ -84,7 +86,9 @@ class ControlLowering:
         lays = self._lays(body.args[1:])
         init = self._flat(op.operands[3:], lays)
         signed = elem_type(op.operands[0].type).is_signed
-        (iv, *phis), header, loop, exit_ = self.enter_loop(("for.header", "for.body", "for.exit"), [lb, *init])
+        (iv, *phis), header, loop, exit_ = self.enter_loop(
+            ("for.header", "for.body", "for.exit"), [lb, *init]
+        )
         cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
         up = cmp("<", iv, ub)
         if signed:

@@ -40,7 +40,17 @@ RING_STRIDE = "gpu.ring_stride"
 COPY_WIDTH = "gpu.copy_width"
 
 LAZY_OPS = frozenset(
-    {"make_range", "splat", "constant", "broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous"}
+    {
+        "make_range",
+        "splat",
+        "constant",
+        "broadcast",
+        "expand_dims",
+        "trans",
+        "reshape",
+        "multiple_of",
+        "max_contiguous",
+    }
 )
 
 
@@ -79,7 +89,9 @@ def _layout(text: str, shape: tuple[int, ...]) -> Layout | None:
     m = _LAYOUT_RE.fullmatch(text)
     if m is None or not all(_BASES_RE.fullmatch(g) for g in m.groups()):
         return None
-    reg, lane, warp = (tuple(tuple(int(x) for x in b.split(",")) for b in re.findall(r"\(([\d,]+)\)", g)) for g in m.groups())
+    reg, lane, warp = (
+        tuple(tuple(int(x) for x in b.split(",")) for b in re.findall(r"\(([\d,]+)\)", g)) for g in m.groups()
+    )
     if len(lane) != 5 or any(len(b) != len(shape) for b in (*reg, *lane, *warp)):
         return None
     return Layout(shape, reg, lane, warp)
@@ -156,15 +168,25 @@ def _read_op(op: Operation, plan: LayoutPlan) -> None:
     if MMA in attrs:
         plan.mma[op] = parse_mma(attrs[MMA], op)
     if LAYOUTS in attrs:
-        twins = op.regions[0].block.args[1:] if op.name == "for" else op.regions[1].block.args if op.name == "while" else ()
-        _read_list(op, attrs[LAYOUTS], [op.results, twins], plan)
+        _read_list(op, attrs[LAYOUTS], [op.results, _twins(op)], plan)
     if BEFORE_LAYOUTS in attrs:
         _read_list(op, attrs[BEFORE_LAYOUTS], [op.regions[0].block.args], plan)
 
 
+def _twins(op: Operation) -> list[Value]:
+    """The block arguments that hold what a loop's results hold: a for's iter args, a while's after-region args."""
+    if op.name == "for":
+        return op.regions[0].block.args[1:]
+    if op.name == "while":
+        return op.regions[1].block.args
+    return []
+
+
 def _read_list(op: Operation, texts: object, targets: list, plan: LayoutPlan) -> None:
     if not isinstance(texts, list) or any(len(t) != len(texts) for t in targets if t):
-        raise CompileError(f"cuda: '{op.name}' needs one layout per value in its gpu layout lists", **error_location(op.loc))
+        raise CompileError(
+            f"cuda: '{op.name}' needs one layout per value in its gpu layout lists", **error_location(op.loc)
+        )
     for i, text in enumerate(texts):
         if text == "":
             continue
@@ -254,7 +276,9 @@ def address_slice(body: Block, roots: list[Value]) -> tuple[list[Operation], lis
     return [o for o in body.ops if o in need], sorted(args)
 
 
-def loop_pipeline(loop: Operation, stages: int, loads: list[PipeLoad], layouts: LayoutPlan) -> LoopPipeline | None:
+def loop_pipeline(
+    loop: Operation, stages: int, loads: list[PipeLoad], layouts: LayoutPlan
+) -> LoopPipeline | None:
     """The pipeline of `loop` copying `loads` (address slice, carried address state, stage size)."""
     body = loop.regions[0].block
     got = address_slice(body, [v for pl in loads for v in pl.load.operands])
@@ -275,7 +299,9 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
             continue
         body = op.regions[0].block
         uses = uses_in(body)
-        loads = [_pipe_load(o, uses, layouts) for o in body.ops if o.name == "load" and RING_OFFSET in o.attrs]
+        loads = [
+            _pipe_load(o, uses, layouts) for o in body.ops if o.name == "load" and RING_OFFSET in o.attrs
+        ]
         got = loop_pipeline(op, int(op.attrs[STAGES]), loads, layouts) if loads else None
         if got is None:
             raise CompileError("cuda: a pipelined loop copies no load whose addresses can be replayed",
