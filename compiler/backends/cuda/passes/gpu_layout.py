@@ -1,6 +1,6 @@
 """gpu-layout: chooses the distributed layout (layouts.py) of every tile value, the coalesced access layout
-and vector width of every tile load/store/atomic, and the tensor-core plan of every dot; records them as
-gpu.* attributes (plan.py) for the cuda lowering.
+of every tile load/store/atomic and the vector width of every tile load/store, and the tensor-core plan of
+every dot; records them as gpu.* attributes (plan.py) for the cuda lowering.
 """
 
 from __future__ import annotations
