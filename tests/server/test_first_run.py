@@ -39,7 +39,7 @@ class Serve:
         cmd = (
             [str(exe)]
             if exe.exists()
-            else [sys.executable, "-c", "from tilec.client.cli import main; main()"]
+            else [sys.executable, "-c", "from tilec.cli import main; main()"]
         )
         clean = {k: v for k, v in os.environ.items() if not k.startswith("TILEC_")}
         self.proc = subprocess.Popen(
@@ -160,7 +160,7 @@ def test_serve_access_log(serve: type[Serve], tmp_path: Path, how: str) -> None:
 
 
 def test_masked_url_hides_passwords() -> None:
-    from tilec.client._cli_server import masked_url
+    from tilec.server.cli import masked_url
 
     assert masked_url("postgresql+psycopg://u:pw@db:5432/tilec") == "postgresql+psycopg://u:***@db:5432/tilec"
     assert "pw" not in masked_url("postgresql+psycopg://u@db/tilec?password=pw&sslmode=require")
