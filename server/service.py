@@ -210,11 +210,12 @@ def kernel_public(row: Kernel, *, created: bool = False) -> KernelPublic:
     )
 
 
-async def register_kernel(
-    state: AppState, *, kind: str, text: str, name: str | None, signature: dict | None, token_id: int | None
-) -> tuple[Kernel, bool]:
-    """The kernel row for this input: found by the hash of what was sent, or read in a child."""
-    input_sha = crud.stable_hash({"kind": kind, "name": name, "text": text})
+def input_sha256(kind: str, text: str, name: str | None) -> str:
+    return crud.stable_hash({"kind": kind, "name": name, "text": text})
+
+
+async def find_kernel(state: AppState, input_sha: str) -> Kernel | None:
+    """The kernel row already read from exactly this input, if any."""
 
     def find(session: Session) -> Kernel | None:
         try:
@@ -226,7 +227,15 @@ async def register_kernel(
             unreadable(state.metrics, "kernels")
             return None
 
-    found = await state.read(find)
+    return await state.read(find)
+
+
+async def register_kernel(
+    state: AppState, *, kind: str, text: str, name: str | None, signature: dict | None, token_id: int | None
+) -> tuple[Kernel, bool]:
+    """The kernel row for this input: found by the hash of what was sent, or read in a child."""
+    input_sha = input_sha256(kind, text, name)
+    found = await find_kernel(state, input_sha)
     if found is not None and (signature is None or found.ir is not None):
         state.metrics.cache_hits.labels("kernel").inc()
         return found, False
@@ -234,6 +243,13 @@ async def register_kernel(
     kwargs = {"kind": kind, "text": text, "name": name, "budgets": state.budgets(), "signature": signature}
     flight = crud.stable_hash({"input": input_sha, "signature": signature})
     info, _ = await state.pool.shared("analyze:" + flight, lambda: run_task(state, "analyze", kwargs))
+    return await save_kernel(state, kind=kind, text=text, input_sha=input_sha, info=info, token_id=token_id)
+
+
+async def save_kernel(
+    state: AppState, *, kind: str, text: str, input_sha: str, info: dict, token_id: int | None
+) -> tuple[Kernel, bool]:
+    """Store a kernel as a compile child described it (refused when it declares too many configs)."""
     configs = len((info.get("autotune") or {}).get("configs") or [])
     if configs > state.settings.max_configs:
         limit = state.settings.max_configs
@@ -303,10 +319,23 @@ async def compile_request(state: AppState, body: CompileCreate, token_id: int | 
         kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=text))
         if kernel is None:
             raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=text), missing="kernel")
-    else:
-        kernel, _ = await register_kernel(state, kind=kind, text=text, name=body.name, signature=None, token_id=token_id)
     config = normalize_config(body.config)
     spec = {"signature": body.signature, "constexprs": body.constexprs, "hints": body.hints, "emit": emit}
+    if kind != "kernel_key":
+        input_sha = input_sha256(kind, text, body.name)
+        kernel = await find_kernel(state, input_sha)
+        if kernel is None:  # a new input: one child reads it once, describes the kernel and compiles it
+            state.metrics.cache_misses.labels("kernel").inc()
+            request = _request(state, kind=kind, text=text, name=body.name, spec=spec, config=config, target=body.target)
+            flight = crud.stable_hash({"input": input_sha, "spec": spec, "config": config, "target": body.target})
+            public, joined = await state.pool.shared(
+                "compile-input:" + flight,
+                lambda: _build_new(state, request=request, input_sha=input_sha, spec=spec, config=config, token_id=token_id),
+            )
+            if joined:
+                state.metrics.compiles_shared.inc()
+            return public.model_copy(deep=True)
+        state.metrics.cache_hits.labels("kernel").inc()
     key = artifact_key(kernel.key, spec, config, body.target, compiler_version())
     return await compile_artifact(state, kernel=kernel, key=key, spec=spec, config=config, target=body.target)
 
@@ -346,26 +375,48 @@ async def compile_artifact(
     return public.model_copy(deep=True)
 
 
-async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str) -> ArtifactPublic:
-    constexprs = {**spec["constexprs"], **config["kwargs"]}
-    options = CompileOptions(target=target, num_warps=config["num_warps"], num_stages=config["num_stages"])
-    request = CompileRequest(
-        text=kernel.source if kernel.kind == "source" else kernel.ir,
-        kind=kernel.kind,
-        name=kernel.name,
+def _request(
+    state: AppState, *, kind: str, text: str, name: str | None, spec: dict, config: dict, target: str
+) -> CompileRequest:
+    return CompileRequest(
+        text=text,
+        kind=kind,  # type: ignore[arg-type]
+        name=name,
         signature=spec["signature"],
-        constexprs=constexprs,
+        constexprs={**spec["constexprs"], **config["kwargs"]},
         hints=spec["hints"],
-        options=options,
+        options=CompileOptions(target=target, num_warps=config["num_warps"], num_stages=config["num_stages"]),
         emit=spec["emit"],
         budgets=Budgets(**state.budgets()),
     )
-    kwargs = {"request": request}
-    art = await run_task(state, "compile", kwargs)
+
+
+async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str) -> ArtifactPublic:
+    text = kernel.source if kernel.kind == "source" else kernel.ir
+    request = _request(state, kind=kernel.kind, text=text or "", name=kernel.name, spec=spec, config=config, target=target)
+    art = await run_task(state, "compile", {"request": request})
+    return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
+
+
+async def _build_new(
+    state: AppState, *, request: CompileRequest, input_sha: str, spec: dict, config: dict, token_id: int | None
+) -> ArtifactPublic:
+    art = await run_task(state, "compile", {"request": request, "describe": True})
+    kernel, _ = await save_kernel(
+        state, kind=request.kind, text=request.text, input_sha=input_sha, info=art["kernel"], token_id=token_id
+    )
+    target = request.options.target
+    key = artifact_key(kernel.key, spec, config, target, compiler_version())
+    return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
+
+
+async def _store_artifact(
+    state: AppState, *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
+) -> ArtifactPublic:
     binary = art["binary"] or b""
     values = {
         "key": key,
-        "kernel_key": kernel.key,
+        "kernel_key": kernel_key,
         "kernel_name": art["kernel_name"],
         "target": target,
         "emit": spec["emit"],

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from .. import errors as E
 from ..db import crud
+from ..service import UNREADABLE, unreadable
 from ..settings import Settings
 from ..state import AppState
 
@@ -72,12 +73,16 @@ async def _token_info(state: AppState, token: str) -> TokenInfo | None:
     epoch = state.token_epoch
 
     def find(session: Session) -> TokenInfo | None:
-        row = crud.find_token(session, token=token)
-        if row is None:
+        try:
+            row = crud.find_token(session, token=token)
+            if row is None:
+                return None
+            granted: set[str] = set()
+            for scope in row.scopes:
+                granted |= SCOPE_IMPLIES.get(scope, set())
+        except UNREADABLE:  # a token row that cannot be read back grants nothing: a 401, not a 500
+            unreadable(state.metrics, "tokens")
             return None
-        granted: set[str] = set()
-        for scope in row.scopes:
-            granted |= SCOPE_IMPLIES.get(scope, set())
         return TokenInfo(id=row.id, scopes=frozenset(granted))
 
     info = await state.read(find)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from tilec.client.cli import _register_all, app
+from tilec.cli import _register_all, app
 
 from .conftest import Uvicorn
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from tilec.client.cli import _register_all, app
+from tilec.cli import _register_all, app
 from tilec.server.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

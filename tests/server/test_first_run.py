@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -38,7 +39,7 @@ class Serve:
         cmd = (
             [str(exe)]
             if exe.exists()
-            else [sys.executable, "-c", "from tilec.client.cli import main; main()"]
+            else [sys.executable, "-c", "from tilec.cli import main; main()"]
         )
         clean = {k: v for k, v in os.environ.items() if not k.startswith("TILEC_")}
         self.proc = subprocess.Popen(
@@ -159,12 +160,62 @@ def test_serve_access_log(serve: type[Serve], tmp_path: Path, how: str) -> None:
 
 
 def test_masked_url_hides_passwords() -> None:
-    from tilec.client._cli_server import masked_url
+    from tilec.server.cli import masked_url
 
     assert masked_url("postgresql+psycopg://u:pw@db:5432/tilec") == "postgresql+psycopg://u:***@db:5432/tilec"
     assert "pw" not in masked_url("postgresql+psycopg://u@db/tilec?password=pw&sslmode=require")
     assert masked_url("sqlite:////data/tilec.db") == "sqlite:////data/tilec.db"
     assert "TILEC_DATABASE_URL" in masked_url("not a url")
+
+
+# the Makefile: `make serve` installs only the server extra, once; `make test` the test extra
+
+
+@pytest.fixture
+def fake_checkout(tmp_path: Path) -> Path:
+    """The Makefile and pyproject.toml beside a .venv whose pip and tilec only note how they were called."""
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").touch()
+    for tool in ("pip", "tilec"):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> "{tmp_path}/calls.log"\n')
+        (bin_dir / tool).chmod(0o755)
+    old = time.time() - 100
+    os.utime(tmp_path / "pyproject.toml", (old, old))
+    return tmp_path
+
+
+def make(checkout: Path, target: str) -> list[str]:
+    """Run a make target; the pip and tilec calls it made."""
+    log = checkout / "calls.log"
+    log.unlink(missing_ok=True)
+    subprocess.run(["make", "-s", target], cwd=checkout, check=True, capture_output=True, timeout=60)
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_serve_installs_the_server_extra_once(fake_checkout: Path) -> None:
+    assert make(fake_checkout, "serve") == ["pip install -q -e .[server]", "tilec serve"]
+    assert make(fake_checkout, "serve") == ["tilec serve"]  # the second run installs nothing
+    assert make(fake_checkout, "install") == ["pip install -q -e .[test]"]  # what `make test` installs
+    assert make(fake_checkout, "install") == []
+    assert make(fake_checkout, "serve") == ["tilec serve"]
+    # pyproject.toml changed: each stamp is redone by its own target
+    stamps = list((fake_checkout / ".venv").glob(".installed-*"))
+    assert len(stamps) == 2
+    for stamp in stamps:
+        os.utime(stamp, (time.time() - 50,) * 2)
+    os.utime(fake_checkout / "pyproject.toml", (time.time() - 20,) * 2)
+    assert make(fake_checkout, "serve") == ["pip install -q -e .[server]", "tilec serve"]
+    assert make(fake_checkout, "install") == ["pip install -q -e .[test]"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_serve_after_make_test_installs_nothing(fake_checkout: Path) -> None:
+    assert make(fake_checkout, "install") == ["pip install -q -e .[test]"]
+    assert make(fake_checkout, "serve") == ["tilec serve"]  # the test extra holds the server extra
 
 
 # /docs and /redoc offline

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, create_engine, select, text, update
 
 from tilec.server import errors as E
 from tilec.server.db import crud
-from tilec.server.db.models import Artifact, Kernel, Trial, TuningResult
+from tilec.server.db.models import Artifact, Kernel, Token, Trial, TuningResult
 
 from .conftest import ADD_IR
 from .test_cache import metric
@@ -395,3 +395,19 @@ async def test_undecodable_trial_is_left_out_of_the_listing(
         listed = await client.get(f"/v1/tuning-results/{tkey}/trials")
         assert listed.status_code == 200 and [t["time_ms"] for t in listed.json()] == [1.0, 3.0], listed.text
     assert metric(await metrics(client), CORRUPT.format(table="trials")) >= 2
+
+
+async def test_undecodable_token_row_grants_nothing(make_client, engine: Engine) -> None:  # noqa: ANN001 - factory
+    async with make_client(auth=True) as client:
+        state = client.app.state.tilec  # type: ignore[attr-defined]
+        admin = {
+            "Authorization": f"Bearer {state.write_sync(lambda s: crud.create_token(s, scopes=['admin'])[0])}"
+        }
+        garbage = [("shape", 5), ("shape", [["admin"]])] + [g for g in _json_garbage(engine) if g[0] == "sql"]
+        for how, value in garbage:
+            plain, row = state.write_sync(lambda s: crud.create_token(s, scopes=["admin"]))
+            _corrupt(engine, Token, "scopes", how, value, id=row.id)
+            r = await client.get("/v1/kernels/" + "0" * 64, headers={"Authorization": f"Bearer {plain}"})
+            assert r.status_code == 401 and r.json()["detail"] == E.MSG_BAD_TOKEN, (value, r.text)
+        m = (await client.get("/metrics", headers=admin)).text
+    assert metric(m, CORRUPT.format(table="tokens")) == len(garbage)

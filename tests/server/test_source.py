@@ -99,3 +99,19 @@ async def test_compile_worker_honours_the_frontend_budgets_of_the_settings(
         r = await client.post("/v1/compile", json=body)
     assert r.status_code == 422, r.text
     assert r.json()["error"] == E.COMPILE_ERROR and word in r.json()["detail"]
+
+
+async def test_a_new_source_is_read_once_per_compile(client: httpx.AsyncClient) -> None:
+    """A compile of source the service has not seen runs one child, which reads the source once to
+    describe the kernel and to compile it; the kernel is registered from that same reading."""
+    from .test_cache import metric
+
+    body = {"source": SOFTMAX, "signature": SIGNATURE, "config": {"kwargs": {"BLOCK": 128}}, "target": "cpu", "emit": "tir"}
+    answers = [await client.post("/v1/compile", json=body) for _ in range(2)]
+    assert [r.status_code for r in answers] == [200, 200], answers[0].text
+    assert [r.json()["cached"] for r in answers] == [False, True]
+    m = (await client.get("/metrics")).text
+    assert metric(m, 'tilec_compiles_total{outcome="ok",task="compile"}') == 1
+    assert metric(m, 'tilec_compiles_total{outcome="ok",task="analyze"}') == 0
+    kernel = (await client.get(f"/v1/kernels/{answers[0].json()['kernel_key']}")).json()
+    assert kernel["name"] == "softmax" and kernel["autotune"]["key"] == ["n_cols"]

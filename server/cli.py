@@ -150,7 +150,7 @@ def _in_database(fn: Callable[[Any], T]) -> T:
 
 
 def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
-    from ._client import Client, ServiceError
+    from tilec.client import Client, ServiceError
 
     try:
         with Client(url, token) as client:
