@@ -7,6 +7,7 @@ import dataclasses
 import io
 import subprocess
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -48,6 +49,12 @@ def test_backend_registry_names_match_classes(name: str) -> None:
     assert cls.name == name and name not in PASSES
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
     assert cls.__doc__ and callable(cls.apply)
+
+
+@pytest.mark.parametrize("name", sorted({**PASSES, **backend_passes()}))
+def test_every_pass_has_a_golden_test(name: str) -> None:
+    golden = Path(__file__).resolve().parents[1] / "filecheck" / "passes" / f"{name}.tir"
+    assert golden.is_file() and f"-p {name}" in golden.read_text().replace("'", "").split("\n", 1)[0]
 
 
 def test_every_backend_has_passes_and_stages() -> None:
