@@ -7,8 +7,8 @@ import dataclasses
 import io
 import subprocess
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
