@@ -16,7 +16,7 @@ from ..errors import CompileError, ToolError
 from ..ir.core import Function, Module
 from ..ir.types import PointerType, ScalarType
 from . import cpu_control, cpu_memory, cpu_reduce, cpu_tiles  # noqa: F401 - they register their op handlers
-from .cpu_lower import FunctionLowering, function_type
+from .cpu_lower import SEGMENT_SUFFIX, FunctionLowering, function_type
 from .llvm_loops import counted_loop
 from .llvm_types import I32, I64, PTR, ll_type
 
@@ -138,6 +138,9 @@ def optimise(llir: str, opt_level: int = 3) -> llvm.ModuleRef:
     pto = llvm.PipelineTuningOptions(speed_level=min(max(opt_level, 0), 3))
     pto.loop_vectorization = opt_level >= 2
     pto.slp_vectorization = opt_level >= 2
+    # A kernel long enough to be lowered in segments keeps its tile loops rolled: unrolled, their masked
+    # loads and stores make blocks that LLVM's schedulers take several times longer over.
+    pto.loop_unrolling = not any(SEGMENT_SUFFIX in f.name for f in mod.functions)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
