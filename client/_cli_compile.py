@@ -1,5 +1,6 @@
 """`tilec compile` (a Triton-language kernel file -> tile IR, LLVM IR, PTX or a binary) and `tilec ir`
-(passes over textual tile IR). Errors print the located CompileError and exit 1, without a traceback.
+(passes over textual tile IR). Errors print the located CompileError and exit 1, without a traceback; so
+does an internal compiler error, as one line (TILEC_DEBUG_FRONTEND=1 lets its traceback through).
 
 Argument syntax of `tilec compile`:
   --signature 'x_ptr=*fp32,y_ptr=*fp32,n=i32'   the type of every runtime parameter (Triton spelling:
@@ -14,6 +15,7 @@ Argument syntax of `tilec compile`:
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -100,11 +102,24 @@ def compile_cmd(
     """Compile one kernel of FILE for one specialisation and print (or write) the chosen stage."""
     try:
         out = _compile(file, kernel, signature, dtype or [], constexpr or [], config, target, emit)
-    except CompileError as exc:
+    except (CompileError, ToolError) as exc:
         raise _fail(str(exc)) from None
-    except ToolError as exc:
-        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - a compiler bug is reported in one line, not as a traceback
+        raise _fail(internal_error(file, exc)) from None
     _write(out, output)
+
+
+def internal_error(file: Path, exc: Exception) -> str:
+    """One line for an exception the compiler did not turn into a CompileError (a compiler bug)."""
+    if os.environ.get("TILEC_DEBUG_FRONTEND") == "1":
+        raise exc
+    if isinstance(exc, RecursionError):
+        return f"{file}: error: the kernel nests too deeply to compile (out of recursion depth)"
+    if isinstance(exc, MemoryError):
+        return f"{file}: error: compiling this kernel ran out of memory"
+    detail = " ".join(str(exc).split())[:200]
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return f"{file}: internal compiler error ({what}); please report it"
 
 
 def _compile(file: Path, kernel, signature, dtype, constexpr, config, target, emit) -> str | bytes:
@@ -172,6 +187,8 @@ def ir_cmd(
         raise _fail(str(exc)) from None
     except (KeyError, ValueError) as exc:  # an unknown pass name or bad pass option
         raise _fail(f"error: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - a compiler bug is reported in one line, not as a traceback
+        raise _fail(internal_error(file, exc)) from None
     sys.stdout.write(print_module(module))
 
 

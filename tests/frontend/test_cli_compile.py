@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -60,3 +61,58 @@ def test_ir_runs_passes(tmp_path: Path) -> None:
     f.write_text("module {\n  kernel @k( {\n")
     r = runner.invoke(app, ["ir", str(f)])
     assert r.exit_code == 1 and "Traceback" not in r.output
+
+
+ACC_STEPS = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def acc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.static_range(STEPS):
+        acc += tl.load(x_ptr + offs, mask=mask, other=0.0) * (i + 1)
+    tl.store(out_ptr + offs, acc, mask=mask)
+"""
+
+
+def test_compile_long_unrolled_kernel_for_cuda(tmp_path: Path) -> None:
+    """400 unrolled steps once ran the cuda lowering out of Python recursion (a raw traceback)."""
+    src = tmp_path / "acc.py"
+    src.write_text(ACC_STEPS)
+    r = runner.invoke(app, ["compile", str(src), "--signature", "x_ptr=*fp32,out_ptr=*fp32,n=i32",
+                            "--constexpr", "BLOCK=128", "--constexpr", "STEPS=400", "--target", "cuda:sm_90",
+                            "--emit", "ptx"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert ".entry acc_kernel" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        (RecursionError("maximum recursion depth exceeded"),
+         "error: the kernel nests too deeply to compile (out of recursion depth)"),
+        (KeyError("some value"), "internal compiler error (KeyError: 'some value'); please report it"),
+    ],
+)
+def test_internal_error_is_one_line_without_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: Exception, message: str
+) -> None:
+    """A compiler bug (the backend raising something other than CompileError) is one line and exit 1."""
+    import tilec.compiler.pipeline as pipeline
+
+    def broken(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(pipeline, "compile_kernel", broken)
+    src = tmp_path / "acc.py"
+    src.write_text(ACC_STEPS)
+    r = runner.invoke(app, ["compile", str(src), "--signature", "x_ptr=*fp32,out_ptr=*fp32,n=i32",
+                            "--constexpr", "BLOCK=128", "--constexpr", "STEPS=2", "--emit", "llir"])  # fmt: skip
+    assert r.exit_code == 1
+    assert isinstance(r.exception, SystemExit), r.exception
+    assert r.output.strip() == f"{src}: {message}"
+    assert "Traceback" not in r.output and "pipeline.py" not in r.output

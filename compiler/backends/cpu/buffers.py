@@ -4,18 +4,21 @@ them run as a loop over CHUNK-lane vectors, so the LLVM IR stays small however l
 
 A buffer is written once, by the op that defines its value (values are immutable); loops and ifs copy
 carried values into buffers of their own (control.py), so no op ever reads a buffer it is writing.
+Consecutive chunked ops of one block share one loop (ChunkFusion): long unrolled code stays a few loops
+(LLVM's loop passes cost time superlinear in the loops of a function) and keeps its temporaries in registers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import gcd
 
 from llvmlite import ir
 
 from ...ir.core import Operation, Value
-from ...ir.ops import ELEMENTWISE, OPS
+from ...ir.ops import ELEMENTWISE, OPS, PURE
 from ...ir.types import TileType, Type, elem_type
 from ..llvm.loops import counted_loop, elem_ptr, entry_alloca
 from ..llvm.types import I1, I8, I32, I64, PTR, declare, scalar_ll, splat_const
@@ -174,13 +177,15 @@ def from_buffer(lw, t: Type, ptr: ir.Value):
 @contextmanager
 def overlay(lw, mapping: dict, lanes: int):
     """Lower with some values replaced (by chunks or scalars) and lw.lanes set; restores them after."""
-    saved = {v: lw.values[v] for v in mapping}
+    saved = {v: lw.values[v] for v in mapping if v in lw.values}  # a fused temporary has no value outside
     saved_lanes = lw.lanes
     lw.values.update(mapping)
     lw.lanes = lanes
     try:
         yield
     finally:
+        for v in mapping:
+            lw.values.pop(v, None)
         lw.values.update(saved)
         lw.lanes = saved_lanes
 
@@ -225,3 +230,129 @@ def make_range_big(lw, t: TileType, start: int) -> Big:
         first = b.add(b.trunc(off, I32), ir.Constant(I32, start))
         store_chunk(b, out, t, off, b.add(splat(b, first, w), iota))
     return Big(t, ptr=out)
+
+
+@dataclass
+class ChunkPlan:
+    """How one op of a fused loop computes chunk `off` (of `width` lanes): `emit(off, chunks)` gets the chunk
+    of every operand (None for a scalar one) and returns the result's chunk. Operands from before the loop
+    are read from their buffers; `spill` puts scalar and small operands in buffers first (loads need every
+    operand as a tile). Anything else `emit` needs outside the loop was emitted when the plan was made."""
+
+    width: int
+    emit: Callable[[ir.Value, list], ir.Value]
+    spill: bool = False
+
+
+# op name -> plan maker for the non-elementwise ops that can join a fused loop (memory.py: load);
+# a maker returns None where the op must be lowered on its own.
+CHUNK_PLANS: dict[str, Callable[..., ChunkPlan | None]] = {}
+
+
+@dataclass
+class ChunkFusion:
+    """Consecutive ops of one block whose big results are computed chunk by chunk (elementwise ops, loads)
+    are collected while they agree on the chunk width and count, then lowered as one loop by flush(). Only
+    results used outside the group get a buffer; the others live in registers for one chunk. Memory order
+    is kept: only loads and pure ops join a group or run ahead of it (can_precede); any other op flushes
+    the group before it runs."""
+
+    lw: object
+    handlers: dict
+    ops: list[tuple[Operation, ChunkPlan]] = field(default_factory=list)
+    pending: set[Value] = field(default_factory=set)
+
+    def take(self, op: Operation) -> bool:
+        """Lower `op` here (now or at the next flush) when it is chunked; False leaves it to the caller."""
+        if not op.results or not is_big(op.results[0].type):
+            return False
+        if is_elementwise(op):
+            if not any(v in self.pending for v in op.operands) and self._uniform(op):
+                self._lower_now(op)
+                return True
+            plan = self._elementwise_plan(op)
+        else:
+            maker = CHUNK_PLANS.get(op.name)
+            plan = maker(self.lw, op) if maker is not None else None
+            if plan is None:
+                return False
+        if self.ops and not self._fits(op, plan):
+            self.flush()
+        self.ops.append((op, plan))
+        self.pending.update(op.results)
+        return True
+
+    def can_precede(self, op: Operation) -> bool:
+        """Whether `op`, lowered on its own, may run before the collected group: it reads none of the group's
+        results and touches no memory but by loading (loads may pass loads; stores and calls flush)."""
+        if op.regions or any(v in self.pending for v in op.operands):
+            return False
+        return OPS[op.name].has(PURE) or (op.name == "load" and not op.attrs.get("volatile"))
+
+    def _uniform(self, op: Operation) -> bool:
+        bigs = [x for x in (self.lw.values.get(v) for v in op.operands) if isinstance(x, Big)]
+        return all(x.scalar is not None for x in bigs)
+
+    def _lower_now(self, op: Operation) -> None:
+        for r, v in zip(op.results, lower_chunked(self.lw, op, self.handlers[op.name]), strict=False):
+            self.lw.values[r] = v
+
+    def _fits(self, op: Operation, plan: ChunkPlan) -> bool:
+        first, head = self.ops[0]
+        n, m = first.results[0].type.numel, op.results[0].type.numel
+        return head.width == plan.width and n // head.width == m // plan.width
+
+    def _elementwise_plan(self, op: Operation) -> ChunkPlan:
+        lw, handler = self.lw, self.handlers[op.name]
+        w = chunk_width(op.results[0].type.numel)
+
+        def emit(off: ir.Value, chunks: list) -> ir.Value:
+            mapping = {v: c for v, c in zip(op.operands, chunks, strict=True) if c is not None}
+            with overlay(lw, mapping, w if w > 1 else 0):
+                return handler(lw, op)[0]
+
+        return ChunkPlan(w, emit)
+
+    def flush(self) -> None:
+        """Emit the collected ops as one loop over their chunks."""
+        if not self.ops:
+            return
+        group, self.ops, self.pending = self.ops, [], set()
+        lw, b = self.lw, self.lw.b
+        first, head = group[0]
+        w = head.width
+        inside = {op for op, _ in group}
+        srcs = self._sources(group)
+        outs = {r: new_buffer(lw, r.type) for op, _ in group for r in op.results if self._escapes(r, inside)}
+        with counted_loop(b, 0, first.results[0].type.numel // w, "fused") as c:
+            off = b.mul(c, const64(w))
+            chunks: dict[Value, ir.Value] = {}
+            for op, plan in group:
+                for v in op.operands:
+                    if v not in chunks and v in srcs:
+                        chunks[v] = load_chunk(b, srcs[v], off, w)
+                r = plan.emit(off, [chunks.get(v) for v in op.operands])
+                res = op.results[0]
+                chunks[res] = r
+                if res in outs:
+                    store_chunk(b, outs[res], res.type, off, r)
+        for r, ptr in outs.items():
+            lw.values[r] = Big(r.type, ptr=ptr)
+
+    def _sources(self, group: list[tuple[Operation, ChunkPlan]]) -> dict[Value, Big]:
+        """The operands the group reads from before it, as buffers (or uniform values)."""
+        made = {r for op, _ in group for r in op.results}
+        srcs: dict[Value, Big] = {}
+        for op, plan in group:
+            for v in op.operands:
+                if v in made or v in srcs:
+                    continue
+                x = self.lw.values.get(v)
+                if isinstance(x, Big):
+                    srcs[v] = x
+                elif plan.spill:
+                    srcs[v] = as_big(self.lw, v)
+        return srcs
+
+    def _escapes(self, v: Value, inside: set[Operation]) -> bool:
+        return any(u not in inside for u in self.lw.users().get(v, ()))

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from ...ir.core import Operation, Value
 from ...ir.types import PointerType, TileType, elem_type
-from ...passes.ir_utils import defining_op
+from ...passes.ir_utils import const_value, defining_op
 from ..llvm.tables import cast
 from ..llvm.types import I64, PTR, kind_of, splat_const
 
@@ -24,21 +24,41 @@ def _splat_source(v: Value) -> Value | None:
 
 
 def _contiguous_start(lw, v: Value) -> ir.Value | None:
-    """The scalar first element of a 1-D integer tile known to be start, start+1, ...; else None."""
-    op = defining_op(v)
-    if op is None:
-        return None
-    if op.name == "make_range":
-        return ir.Constant(I64, op.attrs["start"])
-    if op.name != "add":
-        return None
-    for tile, other in (op.operands, op.operands[::-1]):
-        start = _contiguous_start(lw, tile)
-        scalar = _splat_source(other)
-        if start is not None and scalar is not None and scalar in lw.values:
-            s = cast(lw.b, lw.get(scalar), kind_of(scalar.type), "sint", I64)
-            return lw.b.add(start, s)
-    return None
+    """The scalar first element of a 1-D integer tile known to be start, start+1, ...; else None: a
+    make_range plus splats of scalars (or uniform constants), however long the chain of adds (walked in a
+    loop: an unrolled `offs = offs + 1` must not recurse once per add)."""
+    shifts: list[Value | int] = []
+    while True:
+        op = defining_op(v)
+        if op is None:
+            return None
+        if op.name == "make_range":
+            break
+        if op.name != "add":
+            return None
+        a, b = op.operands
+        shift = _uniform_int(lw, b)
+        v, shift = (a, shift) if shift is not None else (b, _uniform_int(lw, a))
+        if shift is None:
+            return None
+        shifts.append(shift)
+    start = ir.Constant(I64, op.attrs["start"])
+    for shift in reversed(shifts):  # innermost add first
+        if isinstance(shift, int):
+            start = lw.b.add(start, ir.Constant(I64, shift))
+        else:
+            start = lw.b.add(start, cast(lw.b, lw.get(shift), kind_of(shift.type), "sint", I64))
+    return start
+
+
+def _uniform_int(lw, v: Value) -> Value | int | None:
+    """The scalar every element of `v` equals: the source of a splat (once lowered), or a constant's value."""
+    scalar = _splat_source(v)
+    if scalar is not None:
+        return scalar if scalar in lw.values else None
+    value = const_value(v)
+    signed = getattr(elem_type(v.type), "is_signed", False)  # an unsigned tile wraps where i64 would not
+    return value if signed and isinstance(value, int) else None
 
 
 def contiguous_address(lw, ptr: Value) -> ir.Value | None:

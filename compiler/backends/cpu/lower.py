@@ -13,7 +13,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...errors import CompileError
-from ...ir.core import Block, Function, Operation, Value, error_location
+from ...ir.core import Block, Function, Operation, Value, error_location, uses_in
 from ...ir.ops import ELEMENTWISE_BINARY, MATH_UNARY, TERMINATORS
 from ...ir.types import PointerType, TileType, Type, elem_type
 from ..llvm.loops import counted_loop, entry_alloca, load_elem
@@ -36,11 +36,13 @@ from ..llvm.types import (
     scalar_ll,
     splat_const,
 )
-from .buffers import STACK_LIMIT, Big, copy, is_big, is_elementwise, lower_chunked, make_range_big
+from .buffers import STACK_LIMIT, Big, ChunkFusion, copy, is_big, make_range_big
 
 Handler = Callable[["FunctionLowering", Operation], list | None]
 HANDLERS: dict[str, Handler] = {}
 N_GRID_ARGS = 6  # pid0..2, nprog0..2 appended to every lowered function
+SEGMENT_BLOCKS = 24  # basic blocks (about a dozen tile loops) one LLVM function of a kernel body holds
+SEGMENT_SUFFIX = ".seg"  # names the LLVM functions that continue a long kernel body (cpu.optimise reads it)
 
 
 def lowering_error(op: Operation, msg: str) -> CompileError:
@@ -53,12 +55,15 @@ class FunctionLowering:
     def __init__(self, fn: Function, ll_fn: ir.Function, functions: dict[str, ir.Function], asserts: list):
         self.fn = fn
         self.ll_fn = ll_fn
+        self._root_name = ll_fn.name
         self.functions = functions
         self.asserts = asserts
         self.values: dict[Value, ir.Value | Big] = {}
         self.lanes: int | None = None  # while lowering a chunk of a big tile: its lanes (0: scalar)
         self.buffer_bytes = 0
         self._axis: dict | None = None
+        self._users: dict[Value, list[Operation]] | None = None
+        self._last_use: dict[Value, int] | None = None
         entry = ll_fn.append_basic_block("entry")
         self.b = ir.IRBuilder(entry)
         n = len(fn.params)
@@ -86,7 +91,7 @@ class FunctionLowering:
         return self._axis.get(v)
 
     def lower(self) -> None:
-        term = self.lower_block(self.fn.body.block)
+        term = self.lower_block(self.fn.body.block, top=True)
         self.lower_return(term)
         if self.buffer_bytes > STACK_LIMIT:
             raise CompileError(
@@ -94,21 +99,61 @@ class FunctionLowering:
                 f"{STACK_LIMIT} a program may use; use smaller tiles"
             )
 
-    def lower_block(self, block: Block) -> Operation | None:
-        """Lower every op but the terminator, which is returned for the caller to handle."""
-        for op in block.ops:
+    def lower_block(self, block: Block, top: bool = False) -> Operation | None:
+        """Lower every op but the terminator, which is returned for the caller to handle. Consecutive
+        chunked ops on big tiles share one loop (cpu_buffers.ChunkFusion); a long kernel body goes on in
+        a new LLVM function once the current one is full (see _next_segment)."""
+        fusion = ChunkFusion(self, HANDLERS)
+        for i, op in enumerate(block.ops):
             if op.name in TERMINATORS:
+                fusion.flush()
                 return op
             handler = HANDLERS.get(op.name)
             if handler is None:
                 raise lowering_error(op, "is not supported")
-            if op.results and is_big(op.results[0].type) and is_elementwise(op):
-                out = lower_chunked(self, op, handler)
-            else:
-                out = handler(self, op) or []
+            if fusion.take(op):
+                continue
+            if not fusion.can_precede(op):
+                fusion.flush()
+            if top and not fusion.ops and self._segment_full():
+                self._next_segment(block, i)
+            out = handler(self, op) or []
             for r, v in zip(op.results, out, strict=False):
                 self.values[r] = v
+        fusion.flush()
         return None
+
+    def _segment_full(self) -> bool:
+        return self.fn.kernel and len(self.ll_fn.blocks) >= SEGMENT_BLOCKS
+
+    def _next_segment(self, block: Block, index: int) -> None:
+        """End the current LLVM function with a call to a new one that lowers the rest of the kernel body,
+        from op `index` of its top-level `block` on. LLVM's loop and scheduling passes cost time
+        superlinear in the loops and memory ops of one function, so a long unrolled kernel is compiled as
+        a chain of bounded functions (noinline, so LLVM keeps them apart). The values the rest reads are
+        passed in (buffers as pointers into the caller's frame, which lives on during the call)."""
+        if self._last_use is None:
+            self._last_use = {v: j for j, o in enumerate(block.ops) for op in o.walk() for v in op.operands}
+        live = [v for v in self.values if self._last_use.get(v, -1) >= index]
+        vals = [self.values[v] for v in live]
+        args = [(x.ptr if x.ptr is not None else x.scalar) if isinstance(x, Big) else x for x in vals]
+        args += self.grid
+        module = self.ll_fn.module
+        fnty = ir.FunctionType(I32, [a.type for a in args])
+        seg = ir.Function(module, fnty, module.get_unique_name(self._root_name + SEGMENT_SUFFIX))
+        seg.linkage = "internal"
+        seg.attributes.add("noinline")
+        self.b.ret(self.b.call(seg, args))
+        self.ll_fn = seg
+        self.b = ir.IRBuilder(seg.append_basic_block("entry"))
+        self.values = {v: _rebind(x, a) for v, x, a in zip(live, vals, seg.args, strict=False)}
+        self.grid = list(seg.args[len(live) :])
+
+    def users(self) -> dict[Value, list[Operation]]:
+        """The ops (nested ones too) that use each value of the function, computed once."""
+        if self._users is None:
+            self._users = uses_in(self.fn.body.block)
+        return self._users
 
     def lower_return(self, term: Operation | None) -> None:
         """Big results are copied into the caller's buffers (the out-params); the rest are returned."""
@@ -131,6 +176,13 @@ class FunctionLowering:
             for i, v in enumerate(vals):
                 agg = self.b.insert_value(agg, v, i)
             self.b.ret(agg)
+
+
+def _rebind(x, arg: ir.Value):
+    """Value `x` of the caller as the argument `arg` of a kernel segment."""
+    if not isinstance(x, Big):
+        return arg
+    return Big(x.type, ptr=arg) if x.ptr is not None else Big(x.type, scalar=arg)
 
 
 # ---- elementwise ---------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ from ..llvm.types import (
     splat_const,
 )
 from .buffers import (
+    CHUNK_PLANS,
     Big,
+    ChunkPlan,
     as_big,
     chunk_width,
     const64,
@@ -129,22 +131,46 @@ def _load_tile(lw: FunctionLowering, op: Operation, e: ScalarType):
     out = new_buffer(lw, t)
     with counted_loop(b, 0, t.numel // w, "ld") as c:
         off = b.mul(c, const64(w))
-        a, m, o = _chunks(b, srcs, off, w)
-        if w == 1:
-            a, m, o = (_vec1(b, x) for x in (a, m, o))
-        mty = ir.VectorType(mem_ll(e), w)
-        m = m if m is not None else splat_const(ir.VectorType(I1, w), 1)
-        fb = to_mem(b, e, o) if o is not None else splat_const(mty, 0)
-        align = ir.Constant(I32, e.bytes)
-        if run >= 2:
-            first = _run_start(b, base, off, a, e)
-            v = intrinsic(b, "masked.load", [first, align, m, fb], ret=mty, overload=[mty, PTR])
-        else:
-            ptrs = _as_ptrs(b, a)
-            v = intrinsic(b, "masked.gather", [ptrs, align, m, fb], ret=mty, overload=[mty, ptrs.type])
-        v = from_mem(b, e, v if w > 1 else b.extract_element(v, ir.Constant(I32, 0)))
+        v = _load_chunk(b, e, run, base, off, w, _chunks(b, srcs, off, w))
         store_chunk(b, out, t, off, v)
     return from_buffer(lw, t, out)
+
+
+def _load_chunk(b: ir.IRBuilder, e: ScalarType, run: int, base, off, w: int, chunks: list) -> ir.Value:
+    """Elements [off, off + w) of a big load, from the chunks of its address, mask and other tiles."""
+    a, m, o = chunks
+    if w == 1:
+        a, m, o = (_vec1(b, x) for x in (a, m, o))
+    mty = ir.VectorType(mem_ll(e), w)
+    m = m if m is not None else splat_const(ir.VectorType(I1, w), 1)
+    fb = to_mem(b, e, o) if o is not None else splat_const(mty, 0)
+    align = ir.Constant(I32, e.bytes)
+    if run >= 2:
+        first = _run_start(b, base, off, a, e)
+        v = intrinsic(b, "masked.load", [first, align, m, fb], ret=mty, overload=[mty, PTR])
+    else:
+        ptrs = _as_ptrs(b, a)
+        v = intrinsic(b, "masked.gather", [ptrs, align, m, fb], ret=mty, overload=[mty, ptrs.type])
+    return from_mem(b, e, v if w > 1 else b.extract_element(v, ir.Constant(I32, 0)))
+
+
+def _load_plan(lw: FunctionLowering, op: Operation) -> ChunkPlan | None:
+    """A big load as one op of a fused chunk loop (cpu_buffers.ChunkFusion); volatile loads stay alone."""
+    if op.attrs.get("volatile"):
+        return None
+    e, b = pointee(op), lw.b
+    ptr = op.operands[0]
+    run = chunk_width(ptr.type.shape[-1], chunk_width(last_axis_run(lw, ptr)))
+    w = run if run >= 2 else chunk_width(op.results[0].type.numel)
+    base = contiguous_address(lw, ptr)
+
+    def emit(off: ir.Value, chunks: list) -> ir.Value:
+        return _load_chunk(b, e, run, base, off, w, chunks + [None] * (3 - len(chunks)))
+
+    return ChunkPlan(w, emit, spill=True)
+
+
+CHUNK_PLANS["load"] = _load_plan
 
 
 def _run_start(b: ir.IRBuilder, base, off, addrs, e: ScalarType) -> ir.Value:

@@ -19,7 +19,7 @@ from ...tir import tir_stage
 from ..llvm.loops import counted_loop
 from ..llvm.types import I32, I64, PTR, ll_type
 from . import control, memory, reduce, tiles  # noqa: F401 - they register their op handlers
-from .lower import FunctionLowering, function_type
+from .lower import SEGMENT_SUFFIX, FunctionLowering, function_type
 
 SLOT_BYTES = 8
 
@@ -139,6 +139,9 @@ def optimise(llir: str, opt_level: int = 3) -> llvm.ModuleRef:
     pto = llvm.PipelineTuningOptions(speed_level=min(max(opt_level, 0), 3))
     pto.loop_vectorization = opt_level >= 2
     pto.slp_vectorization = opt_level >= 2
+    # A kernel long enough to be lowered in segments keeps its tile loops rolled: unrolled, their masked
+    # loads and stores make blocks that LLVM's schedulers take several times longer over.
+    pto.loop_unrolling = not any(SEGMENT_SUFFIX in f.name for f in mod.functions)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)

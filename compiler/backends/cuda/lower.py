@@ -25,6 +25,7 @@ from .reduce import ReduceLowering
 from .shape import ShapeLowering
 
 MAX_REGS_PER_THREAD = 4096
+LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous"})
 
 
 class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, ReduceLowering,
@@ -131,6 +132,29 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
         got = self.lookup((v, lay))
         if got is not None:
             return got
+        self._lower_lazy_chain(v, lay)
+        return self.lookup((v, lay))
+
+    def _lower_lazy_chain(self, v: Value, lay: Layout) -> None:
+        """Lower `v` in `lay` and, first, the lazy tiles it reads, deepest first, with an explicit stack:
+        a long chain of elementwise ops (an unrolled accumulation) must not recurse once per op."""
+        stack: list[tuple[Value, Layout, bool]] = [(v, lay, False)]
+        expanded: set[tuple[Value, Layout]] = set()
+        while stack:
+            x, xl, ready = stack.pop()
+            if self.lookup((x, xl)) is not None:
+                continue
+            op = x.owner
+            if ready or not (isinstance(op, Operation) and is_lazy(op)):
+                self._materialise(x, xl)  # every lazy tile it reads is lowered: one level deep at most
+                continue
+            if (x, xl) in expanded:
+                continue
+            expanded.add((x, xl))
+            stack.append((x, xl, True))
+            stack.extend((d, dl, False) for d, dl in reversed(self.lazy_operands(op, xl)))
+
+    def _materialise(self, v: Value, lay: Layout) -> None:
         op = v.owner
         if isinstance(op, Operation) and is_lazy(op):
             vals = self.lazy(op, lay)
@@ -141,7 +165,6 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
                 raise CompileError(f"cuda: internal: tile {v!r} used before it was lowered")
             vals = self.convert(src, nat, lay, elem_type(v.type))
         self.define(v, lay, vals)
-        return vals
 
     def thread_coord(self, lay: Layout) -> list:
         """Per dimension, the coordinate contributed by this thread's lane and warp bits (i32)."""
@@ -198,20 +221,31 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
             tc = self.thread_coord(lay)[0]
             start = op.attrs["start"]
             return [self.b.add(tc, ir.Constant(ops.I32, start + lay.reg_coord(r)[0])) for r in range(n)]
-        if name == "broadcast":
-            return list(self.get(op.operands[0], lay.project(shape_of(op.operands[0].type))))
-        if name == "expand_dims":
-            return list(self.get(op.operands[0], lay.without_dim(op.attrs["axis"])))
-        if name == "trans":
-            order = op.attrs["order"]
-            inv = [order.index(i) for i in range(len(order))]
-            return list(self.get(op.operands[0], lay.permute(inv)))
-        if name in ("multiple_of", "max_contiguous"):
-            return list(self.get(op.operands[0], lay))
+        if name in ("broadcast", "expand_dims", "trans", "multiple_of", "max_contiguous"):
+            return list(self.get(*self.lazy_operands(op, lay)[0]))
         if name == "reshape":
             return self.lazy_reshape(op, lay)
         args = [self.get(v, lay) if isinstance(v.type, TileType) else [self.scalar(v)] * n for v in op.operands]
         return [self.elementwise(op, [a[r] for a in args]) for r in range(n)]
+
+    def lazy_operands(self, op: Operation, lay: Layout) -> list[tuple[Value, Layout]]:
+        """The tiles (and their layouts) that lazy op `op` reads to compute its result in `lay`."""
+        name = op.name
+        if name in ("constant", "splat", "make_range"):
+            return []
+        src = op.operands[0]
+        if name == "broadcast":
+            return [(src, lay.project(shape_of(src.type)))]
+        if name == "expand_dims":
+            return [(src, lay.without_dim(op.attrs["axis"]))]
+        if name == "trans":
+            order = op.attrs["order"]
+            return [(src, lay.permute([order.index(i) for i in range(len(order))]))]
+        if name in ("multiple_of", "max_contiguous"):
+            return [(src, lay)]
+        if name == "reshape":
+            return [(src, self.reshape_source_layout(op, lay))]
+        return [(v, lay) for v in op.operands if isinstance(v.type, TileType)]
 
     @staticmethod
     def _bf16_round(x: float) -> float:
@@ -256,7 +290,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
         name = op.name
         tile_result = bool(op.results) and isinstance(op.results[0].type, TileType)
         if is_lazy(op) and tile_result:
-            return  # computed on demand, in the layout its user needs
+            if self._computes_in_order(op):
+                self.get(op.results[0])
+            return  # else computed on demand, in the layout its user needs
         if is_lazy(op):
             if name == "constant":
                 self.define(op.results[0], None, ops.const(elem_type(op.results[0].type), op.attrs["value"]))
@@ -269,6 +305,21 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
         if handler is None:
             raise CompileError(f"cuda: op '{name}' is not supported by the cuda backend")
         handler(op)
+
+    def _computes_in_order(self, op: Operation) -> bool:
+        """Elementwise math on loaded (reduced, carried...) tiles is computed here, in program order, when
+        its loaded operands already sit in its layout: deferred to the user, a long unrolled chain would
+        keep every loaded tile live at once (ptxas spills and slows down with their number). No
+        conversion is added: index math and constants are recomputed in that layout as before."""
+        res = op.results[0]
+        if res not in self.plan.strong or op.name in LAYOUT_OPS:
+            return False
+        lay = self.layout_of(res)
+        return all(
+            self.lookup((v, lay)) is not None
+            for v in op.operands
+            if isinstance(v.type, TileType) and v in self.plan.strong
+        )
 
     def op_program_id(self, op: Operation) -> None:
         self.define(op.result, None, self._sreg(self.b, "ctaid." + "xyz"[op.attrs["axis"]]))

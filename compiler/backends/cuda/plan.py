@@ -7,6 +7,8 @@ decision is golden-testable as text), and the plans the lowering reads back from
   for / if / while     gpu.layouts = ["<layout>" or "" per result]; a for's iter args and a while's after-region
                        args have the same; a while's before-region args have gpu.before_layouts
   tile param (helper)  gpu.layout = "<layout>"
+  strong tile values   gpu.strong = true on the op (a list of one bool per result on for / if / while) or param:
+                       the layout came from memory, a reduction or a carried value, not from index math
   dot on tensor cores  gpu.mma = "f16 k=16 warps=2x2 reps=2x4"
   pipelined for        gpu.stages = S; each load it copies into its cp.async ring has gpu.ring_offset and
                        gpu.ring_stride (bytes in a stage) and gpu.copy_width (elements per cp.async)
@@ -38,6 +40,7 @@ STAGES = "gpu.stages"
 RING_OFFSET = "gpu.ring_offset"
 RING_STRIDE = "gpu.ring_stride"
 COPY_WIDTH = "gpu.copy_width"
+STRONG = "gpu.strong"
 
 LAZY_OPS = frozenset(
     {
@@ -135,6 +138,7 @@ class LayoutPlan:
     access: dict[Operation, Layout] = field(default_factory=dict)
     vec: dict[Operation, int] = field(default_factory=dict)
     mma: dict[Operation, MmaSpec] = field(default_factory=dict)
+    strong: set[Value] = field(default_factory=set)
 
     def default(self, shape: tuple[int, ...]) -> Layout:
         return blocked(shape, self.num_warps)
@@ -150,6 +154,8 @@ def read_layouts(fn: Function) -> LayoutPlan:
     for p, a in zip(fn.params, fn.args, strict=True):
         if LAYOUT in p.attrs and isinstance(a.type, TileType):
             plan.natural[a] = parse_layout(p.attrs[LAYOUT], a.type.shape)
+        if p.attrs.get(STRONG) is True:
+            plan.strong.add(a)
     for op in fn.walk():
         if op.attrs:
             _read_op(op, plan)
@@ -171,6 +177,12 @@ def _read_op(op: Operation, plan: LayoutPlan) -> None:
         _read_list(op, attrs[LAYOUTS], [op.results, _twins(op)], plan)
     if BEFORE_LAYOUTS in attrs:
         _read_list(op, attrs[BEFORE_LAYOUTS], [op.regions[0].block.args], plan)
+    strong = attrs.get(STRONG)
+    if strong is True and op.results:
+        plan.strong.add(op.results[0])
+    elif isinstance(strong, list):
+        for values in (op.results, _twins(op)):
+            plan.strong.update(v for v, s in zip(values, strong, strict=False) if s is True)
 
 
 def _twins(op: Operation) -> list[Value]:

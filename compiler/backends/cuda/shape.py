@@ -16,6 +16,11 @@ from .layouts import Layout
 
 
 class ShapeLowering:
+    def reshape_source_layout(self, op: Operation, lay: Layout) -> Layout:
+        """The layout reshape `op` reads its source in, to give its result in `lay`."""
+        src_lay = reshape_layout(lay, op.operands[0].type.shape)
+        return src_lay if src_lay is not None else self.plan.default(op.operands[0].type.shape)
+
     def lazy_reshape(self, op: Operation, lay: Layout) -> list:
         src = op.operands[0]
         src_lay = reshape_layout(lay, src.type.shape)

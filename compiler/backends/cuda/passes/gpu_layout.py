@@ -20,6 +20,7 @@ from ..plan import (
     LAZY_OPS,
     MMA,
     NUM_WARPS,
+    STRONG,
     VEC,
     LayoutPlan,
     format_layout,
@@ -59,7 +60,6 @@ class _Assignment(LayoutPlan):
     """The plan being built, with what only the pass needs: the values whose layout an access or a
     dot chose (others follow them) and the axis analysis."""
 
-    strong: set[Value] = field(default_factory=set)
     axis: dict[Value, AxisInfo] = field(default_factory=dict)
 
 
@@ -209,7 +209,7 @@ class GpuLayoutPass:
 
 # ---- the record -------------------------------------------------------------------------------------
 
-_OWN = (LAYOUT, ACCESS, VEC, LAYOUTS, BEFORE_LAYOUTS, MMA)
+_OWN = (LAYOUT, ACCESS, VEC, LAYOUTS, BEFORE_LAYOUTS, MMA, STRONG)
 
 
 def _record(fn: Function, plan: _Assignment) -> None:
@@ -217,6 +217,8 @@ def _record(fn: Function, plan: _Assignment) -> None:
     for p, a in zip(fn.params, fn.args, strict=True):
         if a in plan.natural:
             p.attrs[LAYOUT] = format_layout(plan.natural[a])
+        if a in plan.strong:
+            p.attrs[STRONG] = True
     for op in fn.walk():
         for k in _OWN:
             op.attrs.pop(k, None)
@@ -232,6 +234,16 @@ def _record(fn: Function, plan: _Assignment) -> None:
             op.attrs[LAYOUT] = format_layout(plan.natural[op.results[0]])
         if op in plan.mma:
             op.attrs[MMA] = format_mma(plan.mma[op])
+        _record_strong(op, plan)
+
+
+def _record_strong(op: Operation, plan: _Assignment) -> None:
+    if op.name in ("for", "if", "while"):
+        flags = [r in plan.strong for r in op.results]
+        if any(flags):
+            op.attrs[STRONG] = flags
+    elif op.results and op.results[0] in plan.strong:
+        op.attrs[STRONG] = True
 
 
 def _record_list(op: Operation, key: str, values: list[Value], plan: _Assignment) -> None:
