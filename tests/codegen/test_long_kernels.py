@@ -5,6 +5,7 @@ stays bounded (so compile time grows linearly: bench/compile_time.py --long), an
 
 from __future__ import annotations
 
+import gc
 import re
 
 import numpy as np
@@ -105,7 +106,34 @@ def test_long_chain_computes_what_numpy_does_on_cpu() -> None:
 def test_unrolled_loads_share_one_loop_on_cpu() -> None:
     """Loads and elementwise ops of every step are one loop over chunks of the tile, not a loop each."""
     loops = _loops(_compile(ACC, "cpu", 200, emit="llir").llir)
-    assert sum(loops) <= 4, loops
+    assert sum(loops) <= 8, loops
+
+
+def test_fused_loops_have_bounded_bodies_on_cpu() -> None:
+    """A chain of thousands of elementwise ops is cut into fused loops of at most 256 ops: one loop body is
+    one basic block, which LLVM schedules in time superlinear in its size."""
+    llir = _compile(CHAIN, "cpu", 600, emit="llir").llir
+    blocks = re.split(r"\n\S+:\n", llir)
+    assert max(b.count("\n") for b in blocks) < 2000
+    assert sum(_loops(llir)) >= 8
+
+
+def test_compile_does_not_run_the_cyclic_collector() -> None:
+    """The IR is objects in reference cycles: the collector, run again and again while a long kernel
+    compiled (over a hundred times for this one), made compile time superlinear. It runs once after."""
+    starts: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            starts.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        _compile(CHAIN, "cpu", 300, emit="llir")
+    finally:
+        gc.callbacks.remove(count)
+    assert len(starts) <= 2, starts
+    assert gc.isenabled()
 
 
 def test_long_accumulation_on_big_tiles_fits_the_stack_and_matches_numpy() -> None:

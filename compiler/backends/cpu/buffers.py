@@ -244,6 +244,9 @@ class ChunkPlan:
     spill: bool = False
 
 
+# ops one fused loop takes at most: its body is one basic block, and LLVM's instruction schedulers take
+# time superlinear in the size of a block
+MAX_FUSED_OPS = 256
 # op name -> plan maker for the non-elementwise ops that can join a fused loop (memory.py: load);
 # a maker returns None where the op must be lowered on its own.
 CHUNK_PLANS: dict[str, Callable[..., ChunkPlan | None]] = {}
@@ -276,7 +279,7 @@ class ChunkFusion:
             plan = maker(self.lw, op) if maker is not None else None
             if plan is None:
                 return False
-        if self.ops and not self._fits(op, plan):
+        if self.ops and (len(self.ops) >= MAX_FUSED_OPS or not self._fits(op, plan)):
             self.flush()
         self.ops.append((op, plan))
         self.pending.update(op.results)
