@@ -71,6 +71,22 @@ def ldst_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
 )
 
 
+# An index chain feeding a load each step: every load's address is a chain of adds as long as its step.
+SHIFTED = (
+    HEAD
+    + """
+@triton.jit
+def shifted_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.static_range(STEPS):
+        offs = offs + 1
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs - STEPS, acc, mask=offs - STEPS < n)
+"""
+)
+
+
 def _compile(src: str, target: str, steps: int, block: int = 128, emit: str | None = None):
     return compile_kernel(src, None, signature=SIG, constexprs={"BLOCK": block, "STEPS": steps},
                           options=CompileOptions(target=target), emit=emit)  # fmt: skip
@@ -107,6 +123,21 @@ def test_unrolled_loads_share_one_loop_on_cpu() -> None:
     """Loads and elementwise ops of every step are one loop over chunks of the tile, not a loop each."""
     loops = _loops(_compile(ACC, "cpu", 200, emit="llir").llir)
     assert sum(loops) <= 8, loops
+
+
+def test_loads_through_long_index_chains_stay_linear_on_cpu() -> None:
+    """The contiguity walk over an address's chain of adds is bounded: walked in full for every load, it
+    emitted code quadratic in the steps (13600 lines of LLVM IR for 150 steps, 49600 for 300)."""
+    small, big = (_compile(SHIFTED, "cpu", s, emit="llir").llir.count("\n") for s in (150, 300))
+    assert big < 2.2 * small, (small, big)
+    steps, n = 300, 500
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    tilec.jit(SHIFTED, "shifted_kernel")[(4,)](x, out, n, BLOCK=128, STEPS=steps)
+    ref = np.zeros(n, np.float32)
+    for k in range(1, steps + 1):
+        ref[: n - k] += x[k:]
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_fused_loops_have_bounded_bodies_on_cpu() -> None:

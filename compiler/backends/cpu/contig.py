@@ -15,6 +15,8 @@ from ...passes.ir_utils import const_value, defining_op
 from ..llvm.tables import cast
 from ..llvm.types import I64, PTR, kind_of, splat_const
 
+MAX_ADDS = 32
+
 
 def _splat_source(v: Value) -> Value | None:
     op = defining_op(v)
@@ -25,10 +27,12 @@ def _splat_source(v: Value) -> Value | None:
 
 def _contiguous_start(lw, v: Value) -> ir.Value | None:
     """The scalar first element of a 1-D integer tile known to be start, start+1, ...; else None: a
-    make_range plus splats of scalars (or uniform constants), however long the chain of adds (walked in a
-    loop: an unrolled `offs = offs + 1` must not recurse once per add)."""
+    make_range plus splats of scalars (or uniform constants) through a chain of adds, walked in a loop
+    (an unrolled `offs = offs + 1` must not recurse once per add) and at most MAX_ADDS deep: every access
+    walks its own chain, so deeper walks would cost time quadratic in the length of the kernel (past it,
+    the access takes its address from its address tile)."""
     shifts: list[Value | int] = []
-    while True:
+    while len(shifts) <= MAX_ADDS:
         op = defining_op(v)
         if op is None:
             return None
@@ -42,6 +46,8 @@ def _contiguous_start(lw, v: Value) -> ir.Value | None:
         if shift is None:
             return None
         shifts.append(shift)
+    else:
+        return None
     start = ir.Constant(I64, op.attrs["start"])
     for shift in reversed(shifts):  # innermost add first
         if isinstance(shift, int):
