@@ -108,9 +108,10 @@ LONG_SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 def time_long(src: str, target: str, steps: int, block: int, runs: int) -> dict[str, float]:
     """Seconds per stage (frontend, then the target's stages down to its binary), min of `runs`."""
     from tilec.compiler.artifact import CompileOptions, parse_target
-    from tilec.compiler.pipeline import STAGES, gc_paused
+    from tilec.compiler.backends import stages as target_stages
+    from tilec.compiler.pipeline import gc_paused
 
-    stages = STAGES[parse_target(target)[0]]
+    stages = target_stages(parse_target(target)[0])
     best: dict[str, float] = {}
     for _ in range(runs):
         with gc_paused():  # as compile_request runs the stages
