@@ -115,3 +115,13 @@ async def test_a_new_source_is_read_once_per_compile(client: httpx.AsyncClient) 
     assert metric(m, 'tilec_compiles_total{outcome="ok",task="analyze"}') == 0
     kernel = (await client.get(f"/v1/kernels/{answers[0].json()['kernel_key']}")).json()
     assert kernel["name"] == "softmax" and kernel["autotune"]["key"] == ["n_cols"]
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda:sm_90"])
+async def test_a_long_static_range_compiles_through_the_service(client: httpx.AsyncClient, target: str) -> None:
+    """The issue's 200-step accumulation: a RecursionError became a 422 "nests too deeply" on cuda."""
+    body = {"source": UNROLLED, "signature": {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+            "constexprs": {"BLOCK": 128, "STEPS": 200}, "target": target}
+    r = await client.post("/v1/compile", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["size"] > 0
