@@ -1,7 +1,7 @@
 """The FastAPI app factory: state (database migrated, pool, caches), routers under /v1, error handlers.
 
 Every refusal is JSON `{"error": code, "detail": message, ...}`; a database outage is a 503 with
-Retry-After, decided here and nowhere else.
+Retry-After, and a value the database refuses a 422, both decided here and nowhere else.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException
 
 from . import errors as E
 from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tuning
 from .fastpath import FastPathMiddleware
-from .middleware import BodyLimitMiddleware, MetricsMiddleware
+from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
 from .schemas import ErrorPublic
 from .settings import Settings
 from .state import AppState
@@ -28,6 +28,9 @@ ERROR_RESPONSES: dict[int | str, dict] = {
     code: {"model": ErrorPublic} for code in (401, 403, 413, 422, 503)
 }
 HTTP_CODES = {404: E.NOT_FOUND, 405: E.METHOD_NOT_ALLOWED, 401: E.UNAUTHORIZED, 403: E.FORBIDDEN}
+# SQLSTATE classes that blame the data, not the database: data exception, integrity constraint
+# violation, program limit exceeded (e.g. an index row too large; psycopg raises it as OperationalError)
+REFUSAL_SQLSTATES = ("22", "23", "54")
 
 
 def create_app(settings: Settings | None = None, *, state: AppState | None = None) -> FastAPI:
@@ -56,6 +59,7 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
     _add_handlers(app, state)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(FastPathMiddleware, state=state)
+    app.add_middleware(InternalErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     return app
 
@@ -67,22 +71,50 @@ def _add_handlers(app: FastAPI, state: AppState) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+        # a location can be a dict key the client sent, lone surrogates and all: escape before echoing
+        errors = [
+            {"loc": [_printable(p) for p in e.get("loc", ())], "msg": _printable(e.get("msg", "")), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         detail = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
         return JSONResponse({"error": E.INVALID_REQUEST, "detail": detail, "errors": errors}, status_code=422)
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI's "error parsing the body"
+            detail = E.MSG_BODY_NOT_JSON.format(reason=_printable(str(exc.__cause__))[:300])
+            return JSONResponse({"error": E.INVALID_REQUEST, "detail": detail}, status_code=422)
         code = HTTP_CODES.get(exc.status_code, E.BAD_REQUEST)
         return JSONResponse(
             {"error": code, "detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
         )
 
-    async def db_down(_request: Request, _exc: Exception) -> JSONResponse:
+    async def db_error(_request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, DBAPIError) and _refused_value(exc):
+            detail = E.MSG_VALUE_REFUSED.format(reason=_reason(exc))
+            return JSONResponse({"error": E.VALUE_REFUSED, "detail": detail}, status_code=422)
         state.metrics.db_errors.inc()
         body = {"error": E.DB_UNAVAILABLE, "detail": E.MSG_DB_UNAVAILABLE}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
 
-    for exc_type in (OperationalError, InterfaceError, PoolTimeoutError):
-        app.add_exception_handler(exc_type, db_down)
+    for exc_type in (OperationalError, InterfaceError, PoolTimeoutError, DataError, IntegrityError):
+        app.add_exception_handler(exc_type, db_error)
+
+
+def _refused_value(exc: DBAPIError) -> bool:
+    """The database said no to a value (it is up): never a 503, which would have the client retry forever."""
+    if isinstance(exc, DataError | IntegrityError):
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)  # psycopg's; sqlite3 maps its codes to the classes above
+    return isinstance(sqlstate, str) and sqlstate[:2] in REFUSAL_SQLSTATES
+
+
+def _reason(exc: DBAPIError) -> str:
+    diag = getattr(exc.orig, "diag", None)
+    text = getattr(diag, "message_primary", None) or str(exc.orig) or type(exc.orig).__name__
+    return _printable(text.splitlines()[0])[:300]
+
+
+def _printable(value: object) -> object:
+    return value.encode("utf-8", "backslashreplace").decode() if isinstance(value, str) else value

@@ -1,8 +1,10 @@
-"""Pure ASGI middleware: the body-size limit (before the body is buffered by anyone) and request metrics."""
+"""Pure ASGI middleware: the body-size limit (before the body is buffered by anyone), request metrics,
+and a last-resort JSON 500 that keeps the connection alive."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -58,6 +60,33 @@ class BodyLimitMiddleware:
     async def _refuse(self, send: Any) -> None:
         detail = E.MSG_BODY_TOO_LARGE.format(limit=self.max_bytes)
         await _send_json(send, 413, {"error": E.BODY_TOO_LARGE, "detail": detail}, [(b"connection", b"close")])
+
+
+class InternalErrorMiddleware:
+    """An exception no handler took becomes a JSON 500 here, logged, and is not re-raised: uvicorn closes
+    the connection on any exception that reaches it, resetting the client's next keep-alive request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.log = logging.getLogger("tilec.server")
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def watch(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception:
+            if started:  # half a response is out: only closing the connection can end it
+                raise
+            self.log.exception("internal error on %s %s", scope["method"], scope["path"])
+            await _send_json(send, 500, {"error": E.INTERNAL, "detail": E.MSG_INTERNAL})
 
 
 class MetricsMiddleware:

@@ -7,14 +7,74 @@ the server's runtime: `server/__init__.py` imports nothing, and FastAPI/SQLAlche
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
+from .errors import MSG_INT_AS_FLOAT, MSG_TEXT_NUL, MSG_TEXT_SURROGATE
+
+# The wire rule, decided here once. Text: any string a client sends (body field, dict key, path or query
+# parameter) holding a NUL or a lone UTF-16 surrogate is refused with a 422 naming the field — neither
+# has a UTF-8 form that PostgreSQL stores, and a surrogate cannot even be hashed or echoed back.
+# Integers: every one is bounded by what it lands in, so the database never sees one it cannot hold.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1  # an Integer column (32-bit on PostgreSQL)
+CONST_INT_MIN, CONST_INT_MAX = -(2**63), 2**64 - 1  # a value in a JSON column: a constexpr is i64 or u64, as Triton
+
+
+def check_text(value: str) -> str:
+    if "\x00" in value:
+        raise PydanticCustomError("text_nul", MSG_TEXT_NUL)
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise PydanticCustomError("text_surrogate", MSG_TEXT_SURROGATE) from None
+    return value
+
+
+def _check_texts(value: Any) -> None:
+    """Every string in a field's value as sent, dict keys included."""
+    if isinstance(value, str):
+        check_text(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_texts(key)
+            _check_texts(item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            _check_texts(item)
+
+
+def _holds_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_model(arg) for arg in get_args(annotation))
+
+
+def _not_an_int(value: Any) -> Any:
+    # a float field takes ints; an integer past CONST_INT_* must be refused, not silently rounded to a float
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise PydanticCustomError("int_as_float", MSG_INT_AS_FLOAT)
+    return value
+
+
+Text = Annotated[str, AfterValidator(check_text)]  # for path and query parameters
+DbInt = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+ConstInt = Annotated[int, Field(ge=CONST_INT_MIN, le=CONST_INT_MAX)]
+ConstFloat = Annotated[float, BeforeValidator(_not_an_int)]
 Scope = Literal["read", "submit", "admin"]
 Emit = Literal["cubin", "object", "llir", "ptx", "tir"]
 ArtifactForm = Literal["cubin", "object", "ptx", "llir", "tir"]
-ConstValue = int | float | bool | str
+ConstValue = ConstInt | ConstFloat | bool | str
 Name = Field(min_length=1, max_length=200)
 
 
@@ -26,7 +86,23 @@ UtcDatetime = Annotated[datetime, AfterValidator(_utc)]  # SQLite hands back the
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """The base of every request body: unknown fields, NaN and infinities are refused, and so is any
+    string that breaks the text rule above, in any field at any depth (a nested model checks its own)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    _holds_models: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._holds_models = frozenset(name for name, f in cls.model_fields.items() if _holds_model(f.annotation))
+
+    @field_validator("*", mode="before")  # before: pydantic's own checks would refuse a surrogate less clearly
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name not in cls._holds_models:
+            _check_texts(value)
+        return value
 
 
 class ErrorPublic(BaseModel):
@@ -83,7 +159,7 @@ class CompileCreate(_Model):
     name: str | None = Field(default=None, min_length=1, max_length=200)
     signature: dict[str, str] = Field(default_factory=dict)
     constexprs: dict[str, ConstValue] = Field(default_factory=dict)
-    hints: dict[str, dict[str, int | bool]] = Field(default_factory=dict)
+    hints: dict[str, dict[str, ConstInt | bool]] = Field(default_factory=dict)
     config: ConfigSpec = Field(default_factory=ConfigSpec)
     target: str = Field(default="cpu", max_length=32)
     emit: Emit | None = None  # None: the target's binary (cubin for cuda, object for cpu)
@@ -110,8 +186,8 @@ class TrialCreate(_Model):
     artifact_id: str | None = Field(default=None, max_length=128)
     gpu_model: str | None = Field(default=None, max_length=200)
     driver_version: str | None = Field(default=None, max_length=100)
-    sm_clock_mhz: int | None = Field(default=None, ge=0)
-    mem_clock_mhz: int | None = Field(default=None, ge=0)
+    sm_clock_mhz: DbInt | None = Field(default=None, ge=0)
+    mem_clock_mhz: DbInt | None = Field(default=None, ge=0)
 
 
 class TuningResultCreate(_Model):

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -69,14 +70,21 @@ class Uvicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "TILEC_PORT": str(self.port)}
         self.proc: subprocess.Popen | None = None
+        # stderr goes to a file: a pipe nobody reads fills up (64 KiB of tracebacks) and stalls the server
+        self.stderr = tempfile.TemporaryFile()
+
+    def log(self) -> str:
+        """What the server has written to stderr so far (tracebacks included)."""
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
 
     def start(self) -> Uvicorn:
         cmd = [sys.executable, "-m", "uvicorn", "tilec.server.main:app", "--port", str(self.port), "--log-level", "warning"]
-        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=self.stderr)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"uvicorn exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                raise RuntimeError(f"uvicorn exited: {self.log()[-2000:]}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return self
@@ -92,8 +100,7 @@ class Uvicorn:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc is not None and self.proc.stderr is not None:
-            self.proc.stderr.close()
+        self.stderr.close()
 
 
 @pytest.fixture

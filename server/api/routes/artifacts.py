@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from ... import errors as E
 from ...db import crud
-from ...schemas import ArtifactForm, ArtifactPublic, ErrorPublic
+from ...schemas import ArtifactForm, ArtifactPublic, ErrorPublic, Text
 from ...service import BINARY_FORM, FORM_COLUMN, UNREADABLE, artifact_public, rebuild, sha256, unreadable
 from ...state import AppState
 from ..deps import StateDep, TokenDep
@@ -40,7 +40,7 @@ def _respond(request: Request, body: bytes, digest: str, media_type: str) -> Res
 
 @router.get("/{artifact_id}", response_model=ArtifactPublic, responses=NOT_FOUND)
 @router.head("/{artifact_id}", operation_id="head_artifact", responses=NOT_FOUND)
-async def get_artifact(artifact_id: str, request: Request, state: StateDep, _token: TokenDep) -> Response:
+async def get_artifact(artifact_id: Text, request: Request, state: StateDep, _token: TokenDep) -> Response:
     def load(session: Session) -> ArtifactPublic | str | None:
         try:
             row = crud.get_artifact_meta(session, key=artifact_id)
@@ -130,7 +130,7 @@ FORM_RESPONSES = {200: {"content": {"application/octet-stream": {}, "text/plain"
 @router.get("/{artifact_id}/{form}", response_class=Response, responses=FORM_RESPONSES)
 @router.head("/{artifact_id}/{form}", operation_id="head_artifact_form", response_class=Response, responses=NOT_FOUND)
 async def get_artifact_form(
-    artifact_id: str, form: ArtifactForm, request: Request, state: StateDep, _token: TokenDep
+    artifact_id: Text, form: ArtifactForm, request: Request, state: StateDep, _token: TokenDep
 ) -> Response:
     read = request.scope.get(FORM_READ)
     first = read[1] if read is not None and read[0] == (artifact_id, form) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ... import errors as E
-from ...schemas import ErrorPublic, KernelCreate, KernelPublic
+from ...schemas import ErrorPublic, KernelCreate, KernelPublic, Text
 from ...service import _input, kernel_public, read_kernel, register_kernel
 from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
@@ -25,7 +25,7 @@ async def create_kernel(body: KernelCreate, state: StateDep, token: SubmitTokenD
 
 
 @router.get("/{key}", response_model=KernelPublic, responses={404: {"model": ErrorPublic}})
-def get_kernel(key: str, session: ReadSessionDep, state: StateDep, _token: TokenDep) -> KernelPublic:
+def get_kernel(key: Text, session: ReadSessionDep, state: StateDep, _token: TokenDep) -> KernelPublic:
     row = read_kernel(session, state.metrics, key=key)  # a row that cannot be read back is a miss
     if row is None:
         raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=key), missing="kernel")

@@ -7,7 +7,7 @@ entries still answer. Hits are usually answered by server.fastpath through `answ
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import Connection, Row
@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from ... import errors as E
 from ...db import crud
 from ...metrics import Metrics
-from ...schemas import ErrorPublic, LookupPublic
+from ...schemas import ErrorPublic, LookupPublic, Text
 from ...service import UNREADABLE, artifact_public, check_target, link_mismatch, stored_config, unreadable
 from ...state import AppState
 from ..deps import StateDep, TokenDep
@@ -89,10 +89,10 @@ async def lookup(
     request: Request,
     state: StateDep,
     _token: TokenDep,
-    kernel: str = Query(min_length=1, max_length=128),
-    target: str = Query(max_length=32),
-    key: str = Query(default="", max_length=1000),
-    dtypes: str = Query(default="", max_length=1000),
+    kernel: Annotated[Text, Query(min_length=1, max_length=128)],
+    target: Annotated[Text, Query(max_length=32)],
+    key: Annotated[Text, Query(max_length=1000)] = "",
+    dtypes: Annotated[Text, Query(max_length=1000)] = "",
 ) -> Response:
     check_target(target)
     tkey = crud.tuning_key(kernel_key=kernel, key=key, dtypes=dtypes, target=target)

@@ -11,11 +11,11 @@ from fastapi import APIRouter, Path
 
 from ... import errors as E
 from ...db import crud
-from ...schemas import ErrorPublic, TokenCreate, TokenPublic
+from ...schemas import INT32_MAX, ErrorPublic, TokenCreate, TokenPublic
 from ..deps import AdminTokenDep, StateDep
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
-TOKEN_ID = Path(ge=1, le=2**31 - 1)  # the column is a 32-bit integer
+TOKEN_ID = Path(ge=1, le=INT32_MAX)  # the column is an Integer
 
 
 @router.post("", response_model=TokenPublic, status_code=201)

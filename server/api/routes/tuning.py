@@ -9,7 +9,7 @@ from ... import errors as E
 from ...db import crud
 from ...db.models import Trial
 from ...metrics import Metrics
-from ...schemas import ErrorPublic, LookupPublic, TrialPublic, TuningResultCreate, TuningResultPublic
+from ...schemas import ErrorPublic, LookupPublic, Text, TrialPublic, TuningResultCreate, TuningResultPublic
 from ...service import UNREADABLE, check_target, link_mismatch, normalize_config, stored_config, unreadable
 from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 from .lookup import lookup_public
@@ -94,7 +94,7 @@ def _check_artifacts(session: Session, metrics: Metrics, *, result: TuningResult
 
 
 @router.get("/{tuning_key}/trials", response_model=list[TrialPublic])
-def trials(tuning_key: str, session: ReadSessionDep, state: StateDep, _token: TokenDep) -> list[TrialPublic]:
+def trials(tuning_key: Text, session: ReadSessionDep, state: StateDep, _token: TokenDep) -> list[TrialPublic]:
     """Every trial, best first; one that cannot be read back is left out (and counted)."""
     try:
         rows: list[Trial | None] = list(crud.get_trials(session, tkey=tuning_key))
