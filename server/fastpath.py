@@ -1,6 +1,6 @@
 """The hot paths answered before FastAPI's routing, for a token already in the token cache: a lookup
-that finds its result (in the in-process cache, or by the lookup route's own one-query `answer`) and
-a download whose bytes verify (from the byte cache, or by the artifacts route's own `read_form`)
+that finds its result (in the in-process cache, or by one query: reads.answer) and
+a download whose bytes verify (from the byte cache, or by one query: reads.read_form)
 are sent straight from here. Anything else — no result, a database error, a conditional request, an
 unknown token, odd parameters — goes through the routes, which own validation, auth and errors (told
 what the fast path already read, so it is not read twice); this only repeats their answer for a hit.
@@ -13,9 +13,8 @@ from urllib.parse import parse_qsl
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from .api.routes.artifacts import FORM_READ, read_form
-from .api.routes.lookup import MISSED, answer
 from .db.crud import tuning_key
+from .reads import FORM_READ, MISSED, answer, read_form
 from .state import AppState
 
 LOOKUP = "/v1/lookup"

@@ -168,7 +168,7 @@ async def run_task(state: AppState, task: str, kwargs: dict) -> Any:
 # kernels
 
 
-def _input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[str, str]:
+def check_input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[str, str]:
     given = [k for k in ("source", "ir") if getattr(body, k) is not None]
     if isinstance(body, CompileCreate) and body.kernel_key is not None:
         given.append("kernel_key")
@@ -314,7 +314,7 @@ async def compile_request(state: AppState, body: CompileCreate, token_id: int | 
     emit = body.emit or BINARY_FORM[target_kind]
     if emit in ("cubin", "ptx") and target_kind != "cuda" or emit == "object" and target_kind != "cpu":
         raise E.ApiError(422, E.BAD_TARGET, f"target {body.target} cannot emit {emit}")
-    kind, text = _input(body, state)
+    kind, text = check_input(body, state)
     if kind == "kernel_key":
         kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=text))
         if kernel is None:

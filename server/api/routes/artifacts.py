@@ -7,20 +7,19 @@ back, is never served: it is rebuilt first, or is a miss when it cannot be.
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from ... import errors as E
 from ...db import crud
+from ...reads import FORM_READ, read_form
 from ...schemas import ArtifactForm, ArtifactPublic, ErrorPublic, Text
-from ...service import BINARY_FORM, FORM_COLUMN, UNREADABLE, artifact_public, rebuild, sha256, unreadable
+from ...service import UNREADABLE, artifact_public, rebuild, sha256, unreadable
 from ...state import AppState
 from ..deps import StateDep, TokenDep
 
 router = APIRouter(prefix="/artifacts", tags=["artifacts"])
 IMMUTABLE = "public, max-age=31536000, immutable"
 NOT_FOUND = {404: {"model": ErrorPublic}}
-FORM_READ = "tilec.form_read"  # scope key: ((artifact id, form), what the fast path's read_form found)
 
 
 def _not_found(artifact_id: str) -> E.ApiError:
@@ -63,43 +62,6 @@ async def get_artifact(artifact_id: Text, request: Request, state: StateDep, _to
 
 def _rebuild_failed(artifact_id: str) -> E.ApiError:
     return E.ApiError(503, E.COMPILE_FAILED, E.MSG_REBUILD_FAILED.format(id=artifact_id), headers={"Retry-After": "5"})
-
-
-async def read_form(state: AppState, artifact_id: str, form: str) -> tuple[str, bytes, str]:
-    """One read of a form, shared with the fast path: ("ok", body, sha256) from the byte cache or one
-    query (only when the form matches its own stored sha256; then cached), else ("missing" | "no_form" |
-    "mismatch" | "unreadable", b"", "") for the route to act on."""
-    cached = state.blobs.get((artifact_id, form))
-    if cached is not None:
-        state.metrics.cache_hits.labels("download").inc()
-        return "ok", *cached
-    state.metrics.cache_misses.labels("download").inc()
-    status, body, digest = await state.query(lambda c: _read_and_hash(c, artifact_id, form))
-    if status == "ok":
-        state.blobs.put((artifact_id, form), body, digest)
-    return status, body, digest
-
-
-def _read_and_hash(conn: Connection, artifact_id: str, form: str) -> tuple[str, bytes, str]:
-    """In the worker thread: the query and the sha256 of a body that may be megabytes. An empty form is
-    "no_form" only once it matches its stored sha256: a text that was emptied is a mismatch."""
-    column = FORM_COLUMN[form]
-    try:
-        found = crud.get_artifact_form(conn, key=artifact_id, column=column)
-        if found is None:
-            return "missing", b"", ""
-        value, stored_sha, target = found
-        if column == "binary" and BINARY_FORM[target.split(":")[0]] != form:
-            return "no_form", b"", ""
-    except UNREADABLE:  # text that is not UTF-8 (SQLite), or a target that is no target
-        return "unreadable", b"", ""
-    body = value if isinstance(value, bytes) else value.encode()
-    digest = sha256(body)
-    if digest != stored_sha:
-        return "mismatch", b"", ""
-    if not body:
-        return "no_form", b"", ""
-    return "ok", body, digest
 
 
 async def _load_form(

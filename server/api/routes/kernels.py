@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from ... import errors as E
 from ...schemas import ErrorPublic, KernelCreate, KernelPublic, Text
-from ...service import _input, kernel_public, read_kernel, register_kernel
+from ...service import check_input, kernel_public, read_kernel, register_kernel
 from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/kernels", tags=["kernels"])
@@ -17,7 +17,7 @@ async def create_kernel(body: KernelCreate, state: StateDep, token: SubmitTokenD
     """Read a kernel. For source, `ir` is built when a signature is given and every constexpr has a
     default; otherwise the params (constexprs with their defaults) and autotune configs say what a
     compile needs. The same kernel twice gives the same key."""
-    kind, text = _input(body, state)
+    kind, text = check_input(body, state)
     row, created = await register_kernel(
         state, kind=kind, text=text, name=body.name, signature=body.signature, token_id=token.id
     )

@@ -2,86 +2,25 @@
 
 One indexed query (tuning_results by primary key, outer-joined to the artifact's metadata) on a bare
 connection, with the serialised answer kept in a small TTL cache; during a database outage stale
-entries still answer. Hits are usually answered by server.fastpath through `answer`, before routing.
+entries still answer. Hits are usually answered by server.fastpath through reads.answer, before routing.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from sqlalchemy import Connection, Row
 from sqlalchemy.exc import OperationalError
 
 from ... import errors as E
 from ...db import crud
-from ...metrics import Metrics
+from ...reads import MISSED, answer
 from ...schemas import ErrorPublic, LookupPublic, Text
-from ...service import UNREADABLE, artifact_public, check_target, link_mismatch, stored_config, unreadable
-from ...state import AppState
+from ...service import check_target
 from ..deps import StateDep, TokenDep
 
 router = APIRouter(tags=["lookup"])
 JSON = "application/json"
-MISSED = "tilec.lookup_missed"  # scope key: the tuning key the fast path found no result for
-
-
-def lookup_public(metrics: Metrics, result: Row, artifact: Any) -> LookupPublic:
-    """From crud.lookup's answer: the result row and its artifact's metadata (or None). Raises an
-    UNREADABLE error when the result row cannot be read back; an artifact that cannot be, or that is not
-    a build of the result's kernel, target and config, is left out (counted), the config still served."""
-    config = stored_config(result.best_config)
-    identity = crud.tuning_key(kernel_key=result.kernel_key, key=result.key_values, dtypes=result.dtypes,
-                               target=result.target)
-    if identity != result.tuning_key:
-        raise ValueError(f"tuning result {result.tuning_key} is stored under another key")
-    public = LookupPublic(
-        tuning_key=result.tuning_key,
-        kernel_key=result.kernel_key,
-        key=result.key_values,
-        dtypes=result.dtypes,
-        target=result.target,
-        config=config,
-        time_ms=result.best_time_ms,
-        trials=result.trials,
-    )
-    if artifact is None:
-        return public
-    try:
-        served = artifact_public(artifact, cached=True)
-        mismatch = link_mismatch(kernel_key=result.kernel_key, target=result.target, config=config, build=artifact)
-    except UNREADABLE:
-        unreadable(metrics, "artifacts")
-        return public
-    if mismatch is not None:  # written before the tuning-results route checked links, or by another writer
-        unreadable(metrics, "tuning_results")
-        return public
-    public.artifact = served
-    return public
-
-
-def _find(conn: Connection, tkey: str, metrics: Metrics) -> bytes | None:
-    try:
-        found = crud.lookup(conn, tkey=tkey)
-        return None if found is None else lookup_public(metrics, *found).model_dump_json().encode()
-    except UNREADABLE:  # a miss: a new tuning result for this key replaces the row
-        unreadable(metrics, "tuning_results")
-        return None
-
-
-async def answer(state: AppState, tkey: str) -> bytes | None:
-    """The serialised answer for a tuning key, from the cache or else one query (then cached); None when
-    there is no such result, or its row cannot be read back. Shared by the route and the fast path;
-    neither validates the parameters here: a row can only exist for those the tuning-results route accepted."""
-    body = state.lookups.get(tkey)
-    if body is not None:
-        state.metrics.cache_hits.labels("lookup").inc()
-        return body
-    body = await state.query(lambda c: _find(c, tkey, state.metrics))
-    state.metrics.cache_misses.labels("lookup").inc()
-    if body is not None:
-        state.lookups.put(tkey, body)
-    return body
 
 
 @router.get("/lookup", response_model=LookupPublic, responses={404: {"model": ErrorPublic}})
