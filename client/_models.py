@@ -3,7 +3,7 @@ pydantic only (the `server` package is always installed and its __init__ imports
 pulls in neither FastAPI nor SQLAlchemy); the client re-exports them from here.
 """
 
-from tilec.server.schemas import (
+from tilec.wire import (
     ArtifactPublic,
     CompileCreate,
     ConfigSpec,

@@ -16,11 +16,12 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException
 
+from tilec.wire import ErrorPublic
+
 from . import errors as E
 from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tuning
 from .fastpath import FastPathMiddleware
 from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
-from .schemas import ErrorPublic
 from .settings import Settings
 from .state import AppState
 

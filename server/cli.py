@@ -161,7 +161,7 @@ def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
 
 
 def _token_row(row: Any) -> Any:
-    from tilec.server.schemas import TokenPublic
+    from tilec.wire import TokenPublic
 
     return TokenPublic.model_validate(row, from_attributes=True)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilec.wire import MSG_INT_AS_FLOAT, MSG_TEXT_NUL, MSG_TEXT_SURROGATE  # noqa: F401 - refusals of the wire rule
+
 # codes
 BAD_REQUEST = "bad_request"
 INVALID_REQUEST = "invalid_request"
@@ -39,9 +41,6 @@ MSG_SOURCE_TOO_LARGE = "the source is over {limit} bytes"
 MSG_TOO_MANY_CONFIGS = "{n} configs is over the limit of {limit}"
 MSG_TOO_MANY_TRIALS = "{n} trials is over the limit of {limit}"
 MSG_ONE_INPUT = "give exactly one of kernel_key, source or ir"
-MSG_TEXT_NUL = "text may not hold a NUL character (\\u0000)"
-MSG_TEXT_SURROGATE = "text may not hold a lone UTF-16 surrogate (\\ud800-\\udfff): it is not Unicode"
-MSG_INT_AS_FLOAT = "an integer out of range is not taken as a float"
 MSG_VALUE_REFUSED = "the database refused a value of this request: {reason}"
 MSG_BODY_NOT_JSON = "the body is not JSON that can be read: {reason}"
 MSG_KERNEL_NOT_FOUND = "no kernel with key {key}"

@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row
 
+from tilec.wire import LookupPublic
+
 from .db import crud
 from .metrics import Metrics
-from .schemas import LookupPublic
 from .service import (
     BINARY_FORM,
     FORM_COLUMN,

@@ -15,13 +15,13 @@ from sqlalchemy.orm import Session
 from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
 from tilec.compiler.frontend import Budgets
 from tilec.compiler.request import CompileRequest
+from tilec.wire import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Emit, KernelCreate, KernelPublic
 
 from . import errors as E
 from .db import crud
 from .db.models import Artifact, Kernel
 from .metrics import Metrics
 from .pool import TaskFailed
-from .schemas import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Emit, KernelCreate, KernelPublic
 from .state import AppState
 
 BINARY_FORM = {"cuda": "cubin", "cpu": "object"}

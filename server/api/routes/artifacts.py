@@ -9,10 +9,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.orm import Session
 
+from tilec.wire import ArtifactForm, ArtifactPublic, ErrorPublic, Text
+
 from ... import errors as E
 from ...db import crud
 from ...reads import FORM_READ, read_form
-from ...schemas import ArtifactForm, ArtifactPublic, ErrorPublic, Text
 from ...service import UNREADABLE, artifact_public, rebuild, sha256, unreadable
 from ...state import AppState
 from ..deps import StateDep, TokenDep

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ...schemas import ArtifactPublic, CompileCreate, ErrorPublic
+from tilec.wire import ArtifactPublic, CompileCreate, ErrorPublic
+
 from ...service import compile_request
 from ..deps import StateDep, SubmitTokenDep
 

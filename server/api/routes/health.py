@@ -7,9 +7,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from tilec.compiler.artifact import compiler_version
+from tilec.wire import HealthPublic
 
 from ...db import crud
-from ...schemas import HealthPublic
 from ..deps import StateDep
 
 router = APIRouter(tags=["health"])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from tilec.wire import ErrorPublic, KernelCreate, KernelPublic, Text
+
 from ... import errors as E
-from ...schemas import ErrorPublic, KernelCreate, KernelPublic, Text
 from ...service import check_input, kernel_public, read_kernel, register_kernel
 from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 

@@ -12,10 +12,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.exc import OperationalError
 
+from tilec.wire import ErrorPublic, LookupPublic, Text
+
 from ... import errors as E
 from ...db import crud
 from ...reads import MISSED, answer
-from ...schemas import ErrorPublic, LookupPublic, Text
 from ...service import check_target
 from ..deps import StateDep, TokenDep
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path
 
+from tilec.wire import INT32_MAX, ErrorPublic, TokenCreate, TokenPublic
+
 from ... import errors as E
 from ...db import crud
-from ...schemas import INT32_MAX, ErrorPublic, TokenCreate, TokenPublic
 from ..deps import AdminTokenDep, StateDep
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])

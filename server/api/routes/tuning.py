@@ -5,12 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
+from tilec.wire import ErrorPublic, LookupPublic, Text, TrialPublic, TuningResultCreate, TuningResultPublic
+
 from ... import errors as E
 from ...db import crud
 from ...db.models import Trial
 from ...metrics import Metrics
 from ...reads import lookup_public
-from ...schemas import ErrorPublic, LookupPublic, Text, TrialPublic, TuningResultCreate, TuningResultPublic
 from ...service import UNREADABLE, check_target, link_mismatch, normalize_config, stored_config, unreadable
 from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 

@@ -1,7 +1,6 @@
-"""The wire models of the HTTP API (XCreate = request body, XPublic = response), one definition each.
-
-They depend on pydantic only, so the client (client/_models.py re-exports them) can use them without
-the server's runtime: `server/__init__.py` imports nothing, and FastAPI/SQLAlchemy stay unimported.
+"""The wire models of the HTTP API (XCreate = request body, XPublic = response), one definition each,
+shared by the server and the client. They depend on pydantic only: neither FastAPI nor the server
+package, so the client imports this module alone.
 """
 
 from __future__ import annotations
@@ -20,7 +19,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .errors import MSG_INT_AS_FLOAT, MSG_TEXT_NUL, MSG_TEXT_SURROGATE
+# the refusals of the text and number rules below (server/errors.py re-exports them with the others)
+MSG_TEXT_NUL = "text may not hold a NUL character (\\u0000)"
+MSG_TEXT_SURROGATE = "text may not hold a lone UTF-16 surrogate (\\ud800-\\udfff): it is not Unicode"
+MSG_INT_AS_FLOAT = "an integer out of range is not taken as a float"
 
 # The wire rule, decided here once. Text: any string a client sends (body field, dict key, path or query
 # parameter) holding a NUL or a lone UTF-16 surrogate is refused with a 422 naming the field — neither
