@@ -24,6 +24,7 @@ from .metrics import Metrics
 from .pool import TaskFailed
 from .state import AppState
 
+KERNEL_NAME_MAX = 200  # the String(200) of kernels.name and artifacts.kernel_name
 BINARY_FORM = {"cuda": "cubin", "cpu": "object"}
 FORMS = ("cubin", "object", "ptx", "llir", "tir")
 FORM_COLUMN = {"cubin": "binary", "object": "binary", "ptx": "ptx", "llir": "llir", "tir": "tir"}
@@ -249,7 +250,10 @@ async def register_kernel(
 async def save_kernel(
     state: AppState, *, kind: str, text: str, input_sha: str, info: dict, token_id: int | None
 ) -> tuple[Kernel, bool]:
-    """Store a kernel as a compile child described it (refused when it declares too many configs)."""
+    """Store a kernel as a compile child described it (refused when it declares too many configs, or
+    its name is longer than the column holds: the name comes from the source's `def` line)."""
+    if len(info["name"]) > KERNEL_NAME_MAX:
+        raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_KERNEL_NAME_TOO_LONG.format(limit=KERNEL_NAME_MAX))
     configs = len((info.get("autotune") or {}).get("configs") or [])
     if configs > state.settings.max_configs:
         limit = state.settings.max_configs

@@ -125,3 +125,12 @@ async def test_a_long_static_range_compiles_through_the_service(client: httpx.As
     r = await client.post("/v1/compile", json=body)
     assert r.status_code == 200, r.text
     assert r.json()["size"] > 0
+
+
+@pytest.mark.parametrize("route", ["/v1/kernels", "/v1/compile"])
+async def test_a_kernel_name_past_the_column_is_refused(client: httpx.AsyncClient, route: str) -> None:
+    name = "k" * 201
+    source = f"import triton\nimport triton.language as tl\n\n@triton.jit\ndef {name}(x_ptr):\n    tl.store(x_ptr, 1.0)\n"
+    r = await client.post(route, json={"source": source, "signature": {"x_ptr": "*fp32"}})
+    assert r.status_code == 422, r.text
+    assert r.json() == {"error": E.INVALID_REQUEST, "detail": E.MSG_KERNEL_NAME_TOO_LONG.format(limit=200)}
