@@ -243,6 +243,16 @@ def list_tokens(session: Session) -> list[Token]:
     return list(session.scalars(select(Token).order_by(Token.id)).all())
 
 
+def list_tokens_without_scopes(session: Session) -> list[Row]:
+    """Every token's id, description and times, for when a scopes value cannot be read back."""
+    stmt = select(Token.id, Token.description, Token.created_at, Token.revoked_at).order_by(Token.id)
+    return list(session.execute(stmt).all())
+
+
+def token_scopes(session: Session, *, token_id: int) -> Any:
+    return session.execute(select(Token.scopes).where(Token.id == token_id)).scalar_one()
+
+
 def revoke_token(session: Session, *, token_id: int) -> Token | None:
     """Mark a token revoked (once: a second revoke keeps the first time); None if there is no such token."""
     row = session.get(Token, token_id)
