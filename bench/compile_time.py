@@ -55,17 +55,7 @@ def time_kernel(stem: str, runs: int, run_passes) -> tuple[float, float, float, 
 LONG_HEAD = "import triton\nimport triton.language as tl\n\n"
 # name -> (source, what a step does); every kernel takes (x_ptr, out_ptr, n, BLOCK, STEPS)
 LONG_KERNELS = {
-    "acc": (LONG_HEAD + """
-@triton.jit
-def acc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.static_range(STEPS):
-        acc += tl.load(x_ptr + offs, mask=mask, other=0.0) * (i + 1)
-    tl.store(out_ptr + offs, acc, mask=mask)
-""", "masked load, mul, add (the issue's kernel)"),
+    "acc": (source("static_range_acc"), "masked load, mul, add (the issue's kernel)"),
     "where": (LONG_HEAD + """
 @triton.jit
 def step(x, i):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tilec
+from tests.kernels import source
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.pipeline import compile_kernel
 
@@ -41,20 +42,7 @@ def chain_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
 )
 
 # The issue's kernel: a load, a multiply and an add per step.
-ACC = (
-    HEAD
-    + """
-@triton.jit
-def acc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.static_range(STEPS):
-        acc += tl.load(x_ptr + offs, mask=mask, other=0.0) * (i + 1)
-    tl.store(out_ptr + offs, acc, mask=mask)
-"""
-)
+ACC = source("static_range_acc")  # the issue's kernel
 
 # A load and a store per step (stores end every fused loop, so the loops stay as many as the steps).
 LOAD_STORE = (

@@ -63,20 +63,7 @@ def test_ir_runs_passes(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "Traceback" not in r.output
 
 
-ACC_STEPS = """import triton
-import triton.language as tl
-
-
-@triton.jit
-def acc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.static_range(STEPS):
-        acc += tl.load(x_ptr + offs, mask=mask, other=0.0) * (i + 1)
-    tl.store(out_ptr + offs, acc, mask=mask)
-"""
+ACC_STEPS = (KERNELS / "static_range_acc.py").read_text()
 
 
 def test_compile_long_unrolled_kernel_for_cuda(tmp_path: Path) -> None:
