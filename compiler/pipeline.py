@@ -8,7 +8,7 @@ kind (compiler/backends/<kind>/) is imported on first use: cpu runs `tir -> llir
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -66,11 +66,18 @@ def compile_kernel(
     return compile_request(request)
 
 
-def compile_request(request: CompileRequest, kernel: KernelSource | None = None) -> Artifact:
+StageCheck = Callable[[str, dict], None]
+
+
+def compile_request(
+    request: CompileRequest, kernel: KernelSource | None = None, *, after_stage: StageCheck | None = None
+) -> Artifact:
     """Run `request` through its target's stages. A source request is read once, with the request's
-    budgets; a caller that has read it already (to describe the kernel) passes that `kernel`."""
+    budgets; a caller that has read it already (to describe the kernel) passes that `kernel`.
+    `after_stage(name, metadata)` runs after each stage and may raise to stop the compile there (the
+    tuner prunes a config whose planned shared memory the arch cannot give before LLVM and ptxas run)."""
     with gc_paused():
-        return _compile_request(request, kernel)
+        return _compile_request(request, kernel, after_stage)
 
 
 @contextmanager
@@ -88,7 +95,7 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _compile_request(request: CompileRequest, kernel: KernelSource | None) -> Artifact:
+def _compile_request(request: CompileRequest, kernel: KernelSource | None, after_stage: StageCheck | None) -> Artifact:
     options = request.options
     try:
         kind, _ = parse_target(options.target)
@@ -116,6 +123,8 @@ def _compile_request(request: CompileRequest, kernel: KernelSource | None) -> Ar
     for stage_name, stage in stages:
         ir_now = stage(ir_now, meta)
         outputs[stage_name] = ir_now
+        if after_stage is not None:
+            after_stage(stage_name, meta)
         if stage_name == emit:
             break
     return _artifact(options, meta, outputs, emit)

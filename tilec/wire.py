@@ -242,3 +242,73 @@ class HealthPublic(BaseModel):
     status: str
     database: str
     compiler_version: str
+
+
+# tune jobs
+
+Strategy = Literal["exhaustive", "random", "halving"]
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+TrialStatus = Literal["ok", "stopped", "cached", "pruned", "failed"]
+
+
+class ConfigGrid(_Model):
+    """A config space as a grid: every combination of the listed values."""
+
+    kwargs: dict[str, list[ConstValue]] = Field(default_factory=dict)
+    num_warps: list[Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=lambda: [4], min_length=1)
+    num_stages: list[Annotated[int, Field(ge=1, le=16)]] = Field(default_factory=lambda: [3], min_length=1)
+
+
+class TuneJobCreate(_Model):
+    """A tune: the kernel (by key, or its source or IR), how to launch it (the launch description: a
+    worker has none of the caller's arguments), the target, and the config space (the kernel's
+    @triton.autotune configs unless `configs` or `config_grid` is given)."""
+
+    kernel_key: str | None = Field(default=None, min_length=1, max_length=128)
+    source: str | None = None
+    ir: str | None = None
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    signature: dict[str, str] = Field(default_factory=dict)
+    constexprs: dict[str, ConstValue] = Field(default_factory=dict)
+    launch: dict[str, Any]  # a LaunchDescription (compiler/tune/launch.py), validated by the service
+    target: str = Field(default="cpu", max_length=32)
+    strategy: Strategy = "halving"
+    budget: int | None = Field(default=None, ge=1, le=4096)  # configs to benchmark (random); None: all
+    configs: list[ConfigSpec] | None = None
+    config_grid: ConfigGrid | None = None
+    seed: DbInt = 0
+
+
+class TuneTrialPublic(BaseModel):
+    config: dict[str, Any]
+    status: TrialStatus
+    reason: str | None = None
+    time_ms: float | None = None
+    lo_ms: float | None = None
+    hi_ms: float | None = None
+    reps: int | None = None
+    artifact_id: str | None = None
+    gpu_model: str | None = None
+
+
+class TuneJobPublic(BaseModel):
+    id: int
+    state: JobState
+    kernel_key: str
+    tuning_key: str
+    key: str
+    dtypes: str
+    target: str
+    strategy: Strategy
+    trials_done: int = 0
+    trials_planned: int = 0
+    worker: str | None = None
+    deliveries: int = 0
+    error: str | None = None
+    best_config: dict[str, Any] | None = None
+    best_time_ms: float | None = None
+    created_at: UtcDatetime
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    attached: bool = False  # this request joined a job already queued or running for the same tuning key
+    trials: list[TuneTrialPublic] = Field(default_factory=list)

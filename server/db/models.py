@@ -1,7 +1,6 @@
-"""The tables: kernels, artifacts (binary + metadata in one row), tuning results, their trials, tokens.
-
-A tune-jobs table (a later issue) will reference kernels and tuning results by key; nothing here
-assumes that results only come from the tuning-results route.
+"""The tables: kernels, artifacts (binary + metadata in one row), tuning results, their trials, tune
+jobs, tokens. Tuning results are written by the tuning-results route (a client that tuned on its own
+arguments) and by tune jobs (a worker that tuned from a launch description) alike.
 """
 
 from __future__ import annotations
@@ -92,7 +91,46 @@ class Trial(Base):
     driver_version: Mapped[str | None] = mapped_column(String(100))
     sm_clock_mhz: Mapped[int | None] = mapped_column(Integer)
     mem_clock_mhz: Mapped[int | None] = mapped_column(Integer)
+    # "ok": timed to full precision; "stopped": a strategy dropped it after a brief timing (never the best)
+    status: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
+    lo_ms: Mapped[float | None] = mapped_column(Float)  # the median's confidence interval
+    hi_ms: Mapped[float | None] = mapped_column(Float)
+    reps: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TuneJob(Base):
+    """A tune of one tuning key, run by a worker: queued -> running -> done | failed | cancelled.
+
+    `active_key` is the tuning key while the job is queued or running and NULL after: its unique index
+    makes a second job for the same key at once attach to the first. `worker` and `heartbeat_at` are the
+    lease of the worker running it; `deliveries` counts the times a worker took it up."""
+
+    __tablename__ = "tune_jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kernel_key: Mapped[str] = mapped_column(ForeignKey("kernels.key", ondelete="CASCADE"), index=True)
+    tuning_key: Mapped[str] = mapped_column(KEY, index=True)
+    active_key: Mapped[str | None] = mapped_column(KEY, unique=True)
+    key_values: Mapped[str] = mapped_column(String(1000))
+    dtypes: Mapped[str] = mapped_column(String(1000))
+    target: Mapped[str] = mapped_column(String(32), index=True)
+    strategy: Mapped[str] = mapped_column(String(16))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)  # signature, constexprs, launch, configs, budget, seed
+    state: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    trials: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)  # every config's outcome so far
+    trials_done: Mapped[int] = mapped_column(Integer, default=0)
+    trials_planned: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    deliveries: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    best_config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    best_time_ms: Mapped[float | None] = mapped_column(Float)
+    submitted_by: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Token(Base):

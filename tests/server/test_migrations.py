@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -100,7 +101,10 @@ def _seed_0001(conn: Connection) -> None:
             tuning_key=tkey, kernel_key="k", key_values="", dtypes="", target="cpu", best_config={}, best_time_ms=1.0,
             artifact_key=artifact, updated_at=now,
         ))
-        conn.execute(t["trials"].insert().values(
+        # the trials table as 0001 made it (the model's later columns have defaults Core would insert)
+        trials = sa.table("trials", sa.column("config", sa.JSON), *(sa.column(c) for c in ("tuning_key", "config_hash", "time_ms",
+                                                             "artifact_key", "created_at")))
+        conn.execute(trials.insert().values(
             tuning_key=tkey, config_hash="c", config={}, time_ms=1.0, artifact_key=artifact, created_at=now,
         ))
 

@@ -1,0 +1,52 @@
+"""The strings a tuning key is made of, written one way for every writer: the worker that tunes from a
+launch description, the client that tunes on its own arguments, and the client that looks a result up.
+
+`key` holds the autotune key's values (a tensor stands for its shape and dtype), `dtypes` the runtime
+signature in parameter order; the service hashes them with the kernel key and the target.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def key_string(names: Sequence[str], values: Mapping[str, Any]) -> str:
+    """The autotune key's values as compact JSON, in the decorator's order: `{"M":4096,"N":4096}`.
+    A value may be a scalar or, for a tensor, `{"shape": [...], "dtype": "fp16"}`."""
+    if not names:
+        return ""
+    return json.dumps({n: _plain(values[n]) for n in names}, separators=(",", ":"))
+
+
+def dtypes_string(signature: Mapping[str, str], params: Sequence[str]) -> str:
+    """The runtime parameters' types in kernel order: `a_ptr:*fp16,M:i32`."""
+    return ",".join(f"{p}:{signature[p]}" for p in params if p in signature)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):  # a NumPy scalar
+        return _plain(value.item())
+    raise TypeError(f"a tuning key value must be a number, bool, string or tensor description, not {type(value).__name__}")
+
+
+def scalar_hints(value: int | float | bool) -> dict[str, Any]:
+    """Triton's specialisation of an integer argument: == 1, or divisible by 16 (as the client does)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return {}
+    if value == 1:
+        return {"equal_to_1": True}
+    if value % 16 == 0:
+        return {"divisibility": 16}
+    return {}

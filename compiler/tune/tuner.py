@@ -1,0 +1,282 @@
+"""The autotuner: compile a kernel's configs in parallel on the CPU cores, benchmark them one at a time
+on the target, and pick the fastest, recording every config's outcome (timed, stopped early by the
+strategy, taken from an earlier tune, pruned, or failed) with its reason.
+
+How each strategy spends its time:
+- exhaustive: every config compiles and is timed to full precision (the 1% confidence interval of its
+  median, or the repetition/time cap).
+- random: a seeded sample of `budget` configs (all when the budget is larger), each as exhaustive does;
+  the configs left out are not compiled and not recorded.
+- halving (successive halving): every config is timed briefly (a loose interval, few repetitions);
+  the fastest third go on to a longer round, and so on until at most two remain, which are timed to
+  full precision. The configs a round drops keep their brief time, marked "stopped". Benchmarking
+  starts with the first finished compile, while the others still compile.
+
+Benchmarking is the caller's: `bench.time(artifact, config, rel=, min_reps=, max_reps=, max_seconds=)`
+returns a compiler.tune.stats.Timing or raises (a faulting kernel fails its trial, not the tune).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import random
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ..artifact import Artifact
+from ..request import CompileRequest
+from .space import config_hash, prune_after_compile, prune_before_compile, prune_shared, spills
+
+STRATEGIES = ("exhaustive", "random", "halving")
+
+
+@dataclass(frozen=True)
+class Effort:
+    """How hard one benchmark tries: the relative width of the median's confidence interval to reach,
+    and the caps on repetitions and seconds."""
+
+    rel: float
+    min_reps: int
+    max_reps: int
+    max_seconds: float
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"rel": self.rel, "min_reps": self.min_reps, "max_reps": self.max_reps, "max_seconds": self.max_seconds}
+
+
+FULL = Effort(rel=0.01, min_reps=10, max_reps=1000, max_seconds=2.0)
+BRIEF = Effort(rel=0.05, min_reps=5, max_reps=50, max_seconds=0.25)
+KEEP = 3  # successive halving keeps the fastest 1/KEEP of a round
+
+
+@dataclass
+class Trial:
+    config: dict
+    status: str  # ok | stopped | cached | pruned | failed
+    reason: str | None = None
+    time_ms: float | None = None
+    lo_ms: float | None = None
+    hi_ms: float | None = None
+    reps: int | None = None
+    artifact: Artifact | None = field(default=None, repr=False)
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.config)
+
+    def public(self) -> dict[str, Any]:
+        """The trial as plain data (the artifact left out)."""
+        return {k: getattr(self, k) for k in ("config", "status", "reason", "time_ms", "lo_ms", "hi_ms", "reps")}
+
+
+@dataclass
+class Outcome:
+    trials: list[Trial]
+    cancelled: bool = False
+
+    @property
+    def best(self) -> Trial | None:
+        timed = [t for t in self.trials if t.status in ("ok", "cached") and t.time_ms is not None]
+        return min(timed, key=lambda t: t.time_ms) if timed else None
+
+
+class Bench(Protocol):
+    def time(self, art: Artifact, config: dict, **effort: Any) -> Any: ...
+
+
+class Pruned(Exception):
+    """A config stopped during its compile because the target cannot run it."""
+
+
+def config_request(base: CompileRequest, config: Mapping[str, Any]) -> CompileRequest:
+    """The compile of one config: its kwargs bound as constexprs, its warps and stages as options."""
+    options = replace(base.options, num_warps=config["num_warps"], num_stages=config["num_stages"])
+    return replace(base, constexprs={**base.constexprs, **config["kwargs"]}, options=options)
+
+
+def compile_config(request: CompileRequest) -> Artifact | str:
+    """In a compile worker: the Artifact, or the reason the config was pruned."""
+    from ..pipeline import compile_request
+
+    target = request.options.target
+
+    def check(stage: str, meta: dict) -> None:
+        if stage == "llir":
+            reason = prune_shared(meta, target)
+            if reason:
+                raise Pruned(reason)
+
+    try:
+        art = compile_request(request, after_stage=check)
+    except Pruned as exc:
+        return str(exc)
+    return prune_after_compile(art.metadata) or art
+
+
+Compiled = Artifact | str | BaseException
+Compiler = Callable[[list[CompileRequest]], Iterator[tuple[int, Compiled]]]
+
+
+def process_pool_compiler(workers: int | None = None) -> Compiler:
+    """Compile in a pool of `workers` processes (default: the CPU cores), yielding as each ends."""
+
+    def run(requests: list[CompileRequest]) -> Iterator[tuple[int, Compiled]]:
+        if not requests:
+            return
+        n = max(1, min(len(requests), workers or os.cpu_count() or 1))
+        pool = ProcessPoolExecutor(n, mp_context=mp.get_context("forkserver"))
+        try:
+            pending: dict[Future, int] = {pool.submit(compile_config, r): i for i, r in enumerate(requests)}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    index = pending.pop(fut)
+                    exc = fut.exception()
+                    yield index, exc if exc is not None else fut.result()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    return run
+
+
+def in_process_compiler(requests: list[CompileRequest]) -> Iterator[tuple[int, Compiled]]:
+    """Compile one after another in this process (tests, and machines with one core)."""
+    for i, r in enumerate(requests):
+        try:
+            yield i, compile_config(r)
+        except Exception as exc:  # noqa: BLE001 - a config's compile error is its trial's outcome
+            yield i, exc
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text[:2000]
+
+
+@dataclass
+class Tuner:
+    """One tune: `base` is the compile request without a config; `configs` the normalised config dicts."""
+
+    base: CompileRequest
+    configs: list[dict]
+    bench: Bench
+    strategy: str = "halving"
+    budget: int | None = None
+    seed: int = 0
+    known: Mapping[str, Trial] = field(default_factory=dict)  # config hash -> a trial from an earlier tune
+    compiler: Compiler = field(default_factory=process_pool_compiler)
+    on_trial: Callable[[Trial], None] = lambda t: None
+    cancelled: Callable[[], bool] = lambda: False
+    full: Effort = FULL
+    brief: Effort = BRIEF
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; expected one of {', '.join(STRATEGIES)}")
+
+    def plan(self) -> tuple[list[Trial], list[dict]]:
+        """The trials settled without compiling (cached, pruned) and the configs to compile and time."""
+        settled, todo = [], []
+        for config in self.configs:
+            cached = self.known.get(config_hash(config))
+            reason = prune_before_compile(config, self.base.options.target)
+            if cached is not None:
+                settled.append(replace(cached, config=config, status="cached", artifact=None))
+            elif reason is not None:
+                settled.append(Trial(config, "pruned", reason))
+            else:
+                todo.append(config)
+        if self.strategy == "random" and self.budget is not None and self.budget < len(todo):
+            todo = random.Random(self.seed).sample(todo, self.budget)
+        return settled, todo
+
+    def planned(self) -> int:
+        settled, todo = self.plan()
+        return len(settled) + len(todo)
+
+    def run(self) -> Outcome:
+        settled, todo = self.plan()
+        trials: list[Trial] = []
+        for t in settled:
+            self._record(trials, t)
+        first = self.brief if self.strategy == "halving" else self.full
+        built: list[Trial] = []  # compiled, waiting for the spill check or timed
+        requests = [config_request(self.base, c) for c in todo]
+        for index, result in self.compiler(requests):
+            config = todo[index]
+            if isinstance(result, BaseException):
+                self._record(trials, Trial(config, "failed", f"compile: {_reason(result)}"))
+            elif isinstance(result, str):
+                self._record(trials, Trial(config, "pruned", result))
+            else:
+                built.append(Trial(config, "ok", artifact=result))
+        # a config that spills when another does not is pruned before it is timed
+        clean = any(spills(t.artifact.metadata) == 0 for t in built if t.artifact is not None)
+        timed: list[Trial] = []
+        for t in built:
+            n = spills(t.artifact.metadata) if t.artifact is not None else 0
+            if clean and n:
+                t.status, t.reason = "pruned", f"spills {n} bytes of registers where other configs do not"
+                self._record(trials, t)
+            elif self.cancelled():
+                return Outcome(trials, cancelled=True)
+            elif self._time(t, first):
+                timed.append(t)
+            else:
+                self._record(trials, t)
+        if self.strategy == "halving":
+            if not self._halve(trials, timed):
+                return Outcome(trials, cancelled=True)
+        else:
+            for t in timed:
+                self._record(trials, t)
+        return Outcome(trials)
+
+    def _halve(self, trials: list[Trial], alive: list[Trial]) -> bool:
+        """Rounds of brief timings, each keeping the fastest third, then full timings for the last two."""
+        rounds = 0
+        while len(alive) > 2:
+            alive.sort(key=lambda t: t.time_ms)
+            keep = max(2, math.ceil(len(alive) / KEEP))
+            for t in alive[keep:]:
+                t.status = "stopped"
+                t.reason = f"stopped after round {rounds + 1}: not among the {keep} fastest of {len(alive)}"
+                self._record(trials, t)
+            alive = alive[:keep]
+            rounds += 1
+            if len(alive) > 2:  # another brief round, a little longer
+                effort = replace(self.brief, max_seconds=self.brief.max_seconds * 2**rounds)
+                alive = self._retime(trials, alive, effort)
+        if self.cancelled():
+            return False
+        for t in self._retime(trials, alive, self.full):
+            self._record(trials, t)
+        return True
+
+    def _retime(self, trials: list[Trial], group: list[Trial], effort: Effort) -> list[Trial]:
+        kept = []
+        for t in group:
+            if self._time(t, effort):
+                kept.append(t)
+            else:
+                self._record(trials, t)
+        return kept
+
+    def _time(self, t: Trial, effort: Effort) -> bool:
+        """Benchmark one trial; False (with the trial failed) when its kernel faulted."""
+        try:
+            timing = self.bench.time(t.artifact, t.config, **effort.kwargs())
+        except Exception as exc:  # noqa: BLE001 - a fault fails this trial only
+            kind = getattr(exc, "kind", "error")
+            t.status, t.reason, t.time_ms = "failed", f"{kind}: {_reason(exc)}", None
+            return False
+        t.time_ms, t.lo_ms, t.hi_ms, t.reps = timing.median_ms, timing.lo_ms, timing.hi_ms, timing.reps
+        return True
+
+    def _record(self, trials: list[Trial], t: Trial) -> None:
+        trials.append(t)
+        self.on_trial(t)
