@@ -1,0 +1,495 @@
+"""Benchmarking one compiled artifact on a resolved launch (compiler/tune/launch.py): on the host
+(wall time per launch) or on a CUDA GPU (events around each launch, L2 flushed between), and in a
+replaceable child process, so a kernel that faults or hangs fails its trial, not the tuner.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import platform
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from tilec.compiler.artifact import Artifact, parse_target
+from tilec.compiler.tune.launch import LaunchError as DescriptionError
+from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
+from tilec.compiler.tune.stats import Timing, adaptive
+
+from ._exceptions import KernelAssertionError, LaunchError, TilecError
+
+FAULT_KINDS = ("fault", "crash", "timeout", "launch")
+_L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any GPU so far (H100: 50 MiB)
+_WARMUP = 3  # cuda launches after the first (which loads and checks), untimed
+
+
+class TrialFault(TilecError):
+    """A trial that produced no timing. `kind`: "fault" (the kernel faulted: illegal address, trap,
+    device assert), "crash" (the bench process died), "timeout" (no answer in time) or "launch" (the
+    launch was refused: bad grid, arguments, resources, a binary for another GPU)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(kind, message)
+        self.kind = kind
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def _grid_env(config: dict) -> dict:
+    """A config as the grid sees it: its kwargs and launch options side by side. The tuner's form
+    {"kwargs": {...}, "num_warps": 4, "num_stages": 3} is flattened; a flat dict is taken as it is."""
+    if isinstance(config.get("kwargs"), dict):
+        return {**config["kwargs"], **{k: v for k, v in config.items() if k != "kwargs"}}
+    return dict(config)
+
+
+def _grid(resolved: ResolvedLaunch, config: dict) -> tuple[int, int, int]:
+    try:
+        return resolved.grid(_grid_env(config))
+    except DescriptionError as exc:
+        raise TrialFault("launch", f"the grid cannot be computed for this config: {exc}") from None
+
+
+def _arg_names(art: Artifact, resolved: ResolvedLaunch) -> list[str]:
+    """The runtime arguments in the binary's order: its own names where it records them (cpu)."""
+    names = [a.get("name") for a in art.metadata.get("args", [])]
+    if names and all(n in resolved.tensors or n in resolved.scalars for n in names):
+        return names
+    return list(resolved.params)
+
+
+def _scalar(value: int | float | bool) -> int | float:
+    return int(value) if isinstance(value, bool) else value
+
+
+# ---- cpu ----------------------------------------------------------------------------------------------
+
+
+class CpuBench:
+    """Times cpu artifacts over host arrays made once: wall time of each launch (perf_counter)."""
+
+    def __init__(self, resolved: ResolvedLaunch, seed: int = 0) -> None:
+        self.resolved = resolved
+        self.arrays = host_arrays(resolved, seed)
+        self._loaded: tuple[str, Any] | None = None  # (sha256, CpuKernel): one engine alive at a time
+
+    def _kernel(self, art: Artifact):
+        from ._runtime_cpu import CpuKernel
+
+        if self._loaded is None or self._loaded[0] != art.sha256:
+            self._loaded = None  # drop the previous engine before linking the next
+            self._loaded = (art.sha256, CpuKernel(art))
+        return self._loaded[1]
+
+    def _raw_args(self, art: Artifact) -> list[int | float]:
+        r = self.resolved
+        return [
+            self.arrays[n].ctypes.data if n in r.tensors else _scalar(r.scalars[n])
+            for n in _arg_names(art, r)
+        ]
+
+    def time(
+        self,
+        art: Artifact,
+        config: dict,
+        *,
+        rel: float = 0.01,
+        min_reps: int = 5,
+        max_reps: int = 200,
+        max_seconds: float = 1.0,
+        graph: bool = False,  # no graphs on the host: accepted so callers need not know the target
+    ) -> Timing:
+        grid = _grid(self.resolved, config)
+        try:
+            kernel = self._kernel(art)
+            raw = self._raw_args(art)
+            kernel.launch(raw, grid)  # warm-up: pages the arrays in, starts nothing lazily later
+        except KernelAssertionError as exc:
+            raise TrialFault("fault", str(exc)) from None
+        except LaunchError as exc:
+            raise TrialFault("launch", str(exc)) from None
+
+        def sample(n: int) -> list[float]:
+            out = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                kernel.launch(raw, grid)
+                out.append((time.perf_counter() - t0) * 1e3)
+            return out
+
+        try:
+            return adaptive(sample, rel=rel, min_reps=min_reps, max_reps=max_reps, max_seconds=max_seconds)
+        except KernelAssertionError as exc:
+            raise TrialFault("fault", str(exc)) from None
+
+    def device_info(self) -> dict:
+        return {
+            "gpu_model": None,
+            "driver_version": None,
+            "sm_clock_mhz": None,
+            "mem_clock_mhz": None,
+            "arch": "cpu",
+            "cpu_model": _cpu_model(),
+            "cpu_count": os.cpu_count(),
+        }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+# ---- cuda ---------------------------------------------------------------------------------------------
+
+
+class CudaBench:
+    """Times cubins on one GPU: the inputs copied to device buffers once; per repetition the L2 is
+    flushed (a 256 MiB memset), then events around the launch (or around a graph replay of it), all on
+    the legacy default stream; one synchronisation per batch. A fault leaves the context dead: every
+    later call raises TrialFault("fault") (BenchProcess replaces the process)."""
+
+    def __init__(self, resolved: ResolvedLaunch, seed: int = 0, device: int = 0) -> None:
+        from . import _runtime_cuda as rt
+
+        self.rt, self.drv = rt, rt._driver()
+        self.resolved, self.device = resolved, device
+        self.ctx = rt._context(device)  # the device's primary context, made current
+        self.dead: str | None = None
+        self.buffers: dict[str, int] = {}
+        for name, arr in host_arrays(resolved, seed).items():
+            ptr = int(rt.check(self.drv.cuMemAlloc(max(1, arr.nbytes))))
+            self.buffers[name] = ptr
+            if arr.nbytes:
+                rt.check(self.drv.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes))
+        self.flush = int(rt.check(self.drv.cuMemAlloc(_L2_FLUSH_BYTES)))
+        self.events: list[tuple[Any, Any]] = []
+        self._loaded: tuple[str, Any] | None = None
+
+    # -- helpers
+
+    def _call(self, result, kind: str = "launch") -> Any:
+        """Unpack a driver result; an error becomes a TrialFault ("fault" once the context is dead)."""
+        try:
+            return self.rt.check(result)
+        except LaunchError as exc:
+            raise self._fault(kind, str(exc)) from None
+
+    def _fault(self, kind: str, message: str) -> TrialFault:
+        """A launch-time error is a fault when the context no longer synchronises (sticky error)."""
+        if kind != "fault":
+            err = self.drv.cuCtxSynchronize()[0]
+            if int(err) == 0:
+                return TrialFault(kind, message)
+        self.dead = message
+        return TrialFault("fault", message)
+
+    def _kernel(self, art: Artifact):
+        if self._loaded is not None and self._loaded[0] == art.sha256:
+            return self._loaded[1]
+        if self._loaded is not None:
+            self.drv.cuModuleUnload(self._loaded[1].module)  # one module resident at a time
+            self._loaded = None
+        try:
+            kernel = self.rt.CudaKernel(art)
+        except LaunchError as exc:
+            raise self._fault("launch", f"cannot load the cubin: {exc}") from None
+        self._loaded = (art.sha256, kernel)
+        return kernel
+
+    def _event_pairs(self, n: int) -> list[tuple[Any, Any]]:
+        flags = self.drv.CUevent_flags.CU_EVENT_DEFAULT
+        while len(self.events) < n:
+            self.events.append(
+                (self._call(self.drv.cuEventCreate(flags)), self._call(self.drv.cuEventCreate(flags)))
+            )
+        return self.events[:n]
+
+    def _sync(self) -> None:
+        self._call(self.drv.cuCtxSynchronize(), "fault")  # an error here comes from the kernel: a fault
+
+    # -- timing
+
+    def time(
+        self,
+        art: Artifact,
+        config: dict,
+        *,
+        rel: float = 0.01,
+        min_reps: int = 10,
+        max_reps: int = 1000,
+        max_seconds: float = 2.0,
+        graph: bool = False,
+    ) -> Timing:
+        if self.dead is not None:
+            raise TrialFault("fault", f"the CUDA context died in an earlier trial: {self.dead}")
+        grid = _grid(self.resolved, config)
+        kernel = self._kernel(art)
+        r = self.resolved
+        raw = [self.buffers[n] if n in r.tensors else _scalar(r.scalars[n]) for n in r.params]
+
+        def launch(stream: int = 0) -> None:
+            try:
+                kernel.launch(raw, grid, stream)
+            except LaunchError as exc:
+                raise self._fault("launch", str(exc)) from None
+
+        launch()
+        self._sync()  # the first run alone: a fault is caught before any timing
+        for _ in range(_WARMUP):
+            launch()
+        self._sync()
+        run, cleanup = (launch, None) if not graph else self._graph(kernel, raw, grid)
+        try:
+            return adaptive(
+                self._sampler(run), rel=rel, min_reps=min_reps, max_reps=max_reps, max_seconds=max_seconds
+            )
+        finally:
+            if cleanup is not None:
+                cleanup()
+
+    def _sampler(self, run: Callable[[], None]) -> Callable[[int], list[float]]:
+        drv = self.drv
+        words = _L2_FLUSH_BYTES // 4
+
+        def sample(n: int) -> list[float]:
+            pairs = self._event_pairs(n)
+            for start, end in pairs:
+                self._call(drv.cuMemsetD32Async(self.flush, 0, words, 0))
+                self._call(drv.cuEventRecord(start, 0))
+                run()
+                self._call(drv.cuEventRecord(end, 0))
+            self._sync()
+            return [float(self._call(drv.cuEventElapsedTime(s, e))) for s, e in pairs]
+
+        return sample
+
+    def _graph(self, kernel, raw: list, grid: tuple) -> tuple[Callable[[], None], Callable[[], None]]:
+        """The launch captured once in a CUDA graph (on a stream of its own: the legacy stream cannot
+        capture); replays go to the default stream like plain launches."""
+        drv = self.drv
+        stream = self._call(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        try:
+            self._call(
+                drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            )
+            refused = None
+            try:
+                kernel.launch(raw, grid, int(stream))
+            except LaunchError as exc:
+                refused = str(exc)
+            # ended before anything else: no synchronisation is legal while capturing
+            ended = drv.cuStreamEndCapture(stream)
+            if refused is not None:
+                raise self._fault("launch", refused)
+            graph = self._call(ended)
+            try:
+                exe = self._call(drv.cuGraphInstantiate(graph, 0))
+            finally:
+                drv.cuGraphDestroy(graph)
+        finally:
+            drv.cuStreamDestroy(stream)
+
+        def replay() -> None:
+            self._call(drv.cuGraphLaunch(exe, 0))
+
+        return replay, lambda: drv.cuGraphExecDestroy(exe)
+
+    def device_info(self) -> dict:
+        drv, rt = self.drv, self.rt
+        dev = rt.check(drv.cuDeviceGet(self.device))
+        attr = drv.CUdevice_attribute
+
+        def mhz(name: str) -> int | None:
+            a = getattr(attr, name, None)  # clock attributes may leave future drivers
+            if a is None:
+                return None
+            err, khz = drv.cuDeviceGetAttribute(a, dev)
+            return None if int(err) != 0 or khz <= 0 else round(khz / 1000)
+
+        err, name = drv.cuDeviceGetName(256, dev)
+        err_v, version = drv.cuDriverGetVersion()
+        return {
+            "gpu_model": name.split(b"\0", 1)[0].decode(errors="replace") if int(err) == 0 else None,
+            "driver_version": f"{version // 1000}.{version % 1000 // 10}" if int(err_v) == 0 else None,
+            "sm_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
+            "mem_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"),
+            "arch": f"sm_{rt.device_sm(self.device)}",
+        }
+
+
+def make_bench(
+    target: str, resolved: ResolvedLaunch, seed: int = 0, *, device: int = 0
+) -> CpuBench | CudaBench:
+    """The bench of a target string ("cpu", "cuda:sm_90"); a cuda target must be the GPU's own arch."""
+    kind, sm = parse_target(target)
+    if kind == "cpu":
+        return CpuBench(resolved, seed)
+    from ._runtime_cuda import device_sm
+
+    have = device_sm(device)
+    if have != sm:
+        raise TrialFault("launch", f"target {target} cannot run on GPU {device}, which is sm_{have}")
+    return CudaBench(resolved, seed, device)
+
+
+# ---- the bench process --------------------------------------------------------------------------------
+
+
+def _child(conn, target: str, resolved: ResolvedLaunch, seed: int, device: int) -> None:
+    """The bench process: makes its bench (arrays once), answers ("ok", value) or ("fault", kind, msg)."""
+    try:
+        bench = make_bench(target, resolved, seed, device=device)
+    except TrialFault as exc:
+        conn.send(("fault", exc.kind, f"the bench cannot start: {exc.message}"))
+        return
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it as a TrialFault
+        conn.send(("fault", "crash", f"the bench cannot start: {type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ok", None))
+    while True:
+        try:
+            op, *rest = conn.recv()
+        except (EOFError, OSError):
+            return
+        if op == "close":
+            return
+        try:
+            value = bench.time(rest[0], rest[1], **rest[2]) if op == "time" else bench.device_info()
+        except TrialFault as exc:
+            conn.send(("fault", exc.kind, exc.message))
+            continue
+        except Exception as exc:  # noqa: BLE001 - any other error fails the trial; the process is replaced
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            conn.send(("fault", "crash", f"{type(exc).__name__}: {exc} (at {where.name}:{where.lineno})"))
+            continue
+        conn.send(("ok", value))
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "the bench process stopped answering"
+    if code < 0:
+        try:
+            return f"the bench process died of signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"the bench process died of signal {-code}"
+    return f"the bench process exited with status {code}"
+
+
+class BenchProcess:
+    """A bench in a child process (multiprocessing 'spawn': CUDA must not be forked), replaced after a
+    fault, a crash or a timeout: a kernel that faults fails its trial, not the worker. The child starts
+    at construction (overlapping the caller's compiles); `timeout_s` bounds each call after start-up,
+    `start_timeout_s` the start (imports, arrays, device buffers). Not for use from several threads."""
+
+    def __init__(
+        self,
+        target: str,
+        resolved: ResolvedLaunch,
+        seed: int = 0,
+        timeout_s: float = 60.0,
+        *,
+        device: int = 0,
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        self._spec = (target, resolved, seed, device)
+        self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.restarts = 0
+        self._ctx = mp.get_context("spawn")
+        self._proc: Any = None
+        self._conn: Any = None
+        self._ready = False
+        self._spawned = 0
+        self._start()
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_child, args=(child, *self._spec), name="tilec-bench", daemon=True)
+        proc.start()
+        child.close()  # the parent's copy: a dead child must read as end-of-file
+        self._proc, self._conn, self._ready = proc, parent, False
+        if self._spawned:
+            self.restarts += 1
+        self._spawned += 1
+
+    def _discard(self) -> int | None:
+        """Kill the child (if alive) and forget it; its exit code."""
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is None:
+            return None
+        if proc.is_alive():
+            proc.join(0.2)  # a child that just crashed: let its exit code arrive
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        conn.close()
+        return proc.exitcode
+
+    def _ask(self, message: tuple | None, timeout: float, doing: str) -> Any:
+        if message is not None:
+            try:
+                self._conn.send(message)
+            except (BrokenPipeError, OSError):
+                raise TrialFault("crash", f"{_exit_reason(self._discard())} {doing}") from None
+        if not self._conn.poll(timeout):
+            self._discard()
+            raise TrialFault("timeout", f"no answer in {timeout:g} s {doing}; the bench process was killed")
+        try:
+            reply = self._conn.recv()
+        except (EOFError, OSError):
+            raise TrialFault("crash", f"{_exit_reason(self._discard())} {doing}") from None
+        if reply[0] == "ok":
+            return reply[1]
+        _, kind, text = reply
+        if kind != "launch":  # after a fault the context is dead; after a crash the state is unknown
+            self._discard()
+        raise TrialFault(kind, text)
+
+    def _ensure(self) -> None:
+        if self._proc is None:
+            self._start()
+        if not self._ready:
+            try:
+                self._ask(None, self.start_timeout_s, "while starting")
+            except TrialFault:
+                self._discard()  # a child that could not start has exited, whatever the kind
+                raise
+            self._ready = True
+
+    def time(self, art: Artifact, config: dict, **kw: Any) -> Timing:
+        """Bench.time in the child; raises TrialFault (the child is replaced on the next call)."""
+        self._ensure()
+        return self._ask(("time", art, config, kw), self.timeout_s, f"while timing {art.kernel_name}")
+
+    def device_info(self) -> dict:
+        self._ensure()
+        return self._ask(("info",), self.timeout_s, "while reading the device")
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._conn.send(("close",))
+        except (BrokenPipeError, OSError):
+            pass
+        self._proc.join(min(5.0, self.timeout_s))
+        self._discard()
+
+    def __enter__(self) -> BenchProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
