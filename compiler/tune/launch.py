@@ -111,14 +111,9 @@ def _loc_field(loc: tuple) -> str:
 # ---- the expression evaluator -------------------------------------------------------------------------
 
 _BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-}
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod, ast.Div: operator.truediv, ast.Pow: operator.pow,
+}  # fmt: skip
 _FUNCS = {"cdiv", "min", "max"}
 _INITS = {"randn", "rand", "randint", "zeros", "empty"}
 _MAX_EXPONENT = 64
@@ -256,13 +251,11 @@ _NUMPY = {
     "fp16": np.float16, "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64,
 }  # fmt: skip
 _FLOAT_MAX = {"fp16": 65504.0, "bf16": 3.3895313892515355e38, "fp32": 3.4028234663852886e38, "fp64": math.inf}
-
-
-def _int_range(dtype: str) -> tuple[int, int]:
-    if dtype == "i1":
-        return 0, 1
-    info = np.iinfo(_NUMPY[dtype])
-    return int(info.min), int(info.max)
+_INT_RANGE = {"i1": (0, 1)} | {
+    name: (int(np.iinfo(ty).min), int(np.iinfo(ty).max))
+    for name, ty in _NUMPY.items()
+    if name[0] in "iu" and name != "i1"
+}
 
 
 def _itemsize(dtype: str) -> int:
@@ -293,11 +286,8 @@ class TensorArg:
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
+    """C-order element strides: each the product of the sizes after it."""
+    return tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
 
 
 @dataclass(frozen=True)
@@ -330,13 +320,11 @@ class ResolvedLaunch:
         raise LaunchError(f"args.{name}", "no such argument")
 
     def key_values(self, names: list[str]) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for name in names:
-            value = self.values(name)
-            out[name] = (
-                {"shape": list(value.shape), "dtype": value.dtype} if isinstance(value, TensorArg) else value
-            )
-        return out
+        values = {name: self.values(name) for name in names}
+        return {
+            n: {"shape": list(v.shape), "dtype": v.dtype} if isinstance(v, TensorArg) else v
+            for n, v in values.items()
+        }
 
 
 # ---- resolution ---------------------------------------------------------------------------------------
@@ -349,28 +337,23 @@ def resolve(
     budgets: LaunchBudgets = LaunchBudgets(),
 ) -> ResolvedLaunch:
     """Checks a description against a kernel's runtime parameters and evaluates every shape and scalar."""
-    if len(launch.args) > budgets.max_args:
-        raise LaunchError("args", f"{len(launch.args)} arguments, over the limit of {budgets.max_args}")
+    args = launch.args
+    if len(args) > budgets.max_args:
+        raise LaunchError("args", f"{len(args)} arguments, over the limit of {budgets.max_args}")
+    if missing := [p for p in params if p not in args]:
+        raise LaunchError(f"args.{missing[0]}", "missing: the kernel's runtime parameter needs an argument")
+    if unknown := [a for a in args if a not in params]:
+        raise LaunchError(f"args.{unknown[0]}", "unknown argument: not a runtime parameter of the kernel")
+    types = {name: _type_of(signature, name) for name in params}
+    inits = {name: _as_tensor(args[name], budgets, f"args.{name}") for name in params}
     for name in params:
-        _type_of(signature, name)
-        if name not in launch.args:
-            raise LaunchError(f"args.{name}", f"missing: the kernel's parameter {name!r} needs an argument")
-    for name in launch.args:
-        if name not in params:
-            raise LaunchError(f"args.{name}", "unknown argument: not a runtime parameter of the kernel")
-    tensor_specs, scalar_raw = {}, {}
-    for name in params:
-        is_pointer = _type_of(signature, name).startswith("*")
-        spec = _as_tensor(launch.args[name], budgets, f"args.{name}")
-        if is_pointer and spec is None:
+        if types[name].startswith("*") and inits[name] is None:
             raise LaunchError(f"args.{name}", "a pointer parameter needs a tensor (an init call or a table)")
-        if not is_pointer and spec is not None:
+        if not types[name].startswith("*") and inits[name] is not None:
             raise LaunchError(f"args.{name}", "a scalar parameter needs a scalar, not a tensor")
-        (tensor_specs if is_pointer else scalar_raw)[name] = spec if is_pointer else launch.args[name]
-    scalars = _resolve_scalars(scalar_raw, signature, budgets)
-    tensors = {name: _tensor(name, spec, signature, scalars, budgets) for name, spec in tensor_specs.items()}
-    total = sum(t.nbytes for t in tensors.values())
-    if total > budgets.max_total_bytes:
+    scalars = _resolve_scalars({n: args[n] for n in params if inits[n] is None}, types, budgets)
+    tensors = {n: _tensor(n, i, types[n][1:], scalars, budgets) for n, i in inits.items() if i is not None}
+    if (total := sum(t.nbytes for t in tensors.values())) > budgets.max_total_bytes:
         raise LaunchError(
             "args", f"tensors of {total} bytes in all exceed the limit of {budgets.max_total_bytes} bytes"
         )
@@ -382,60 +365,54 @@ def resolve(
 
 def _type_of(signature: dict[str, str], name: str) -> str:
     ty = signature.get(name)
-    if ty is None:
-        raise LaunchError(f"signature.{name}", "the runtime parameter has no type in the signature")
-    if ty.removeprefix("*") not in _NUMPY:
-        raise LaunchError(f"signature.{name}", f"unsupported type {ty!r}")
+    if ty is None or ty.removeprefix("*") not in _NUMPY:
+        raise LaunchError(f"signature.{name}", f"unsupported or missing type {ty!r}")
     return ty
 
 
 @dataclass
 class _Init:
-    """A tensor spec whose expressions are still unevaluated: from a table or an init-call string."""
+    """A tensor whose expressions are not evaluated yet, from a table or an init-call string. An expression
+    is a string or number from a table, or a (parsed init call, node) pair whose columns count in its text."""
 
     spec: TensorSpec
-    exprs: list[tuple[object, str]]  # shape expressions with the field their errors name
+    shape: list[tuple[object, str]]  # (expression, the field its errors name)
+    strides: list[tuple[object, str]] | None = None
     bounds: tuple[object, object] = (None, None)
 
 
 def _as_tensor(value: object, budgets: LaunchBudgets, where: str) -> _Init | None:
     if isinstance(value, TensorSpec):
-        return _Init(
-            value, [(e, f"{where}.shape[{i}]") for i, e in enumerate(value.shape)], (value.low, value.high)
-        )
-    if not isinstance(value, str):
-        return None
-    parsed = _Expr(value, budgets, where)
-    call = parsed.init_call()
-    if call is None:
+        strides = value.strides and _located(value.strides, f"{where}.strides")
+        return _Init(value, _located(value.shape, f"{where}.shape"), strides, (value.low, value.high))
+    parsed = _Expr(value, budgets, where) if isinstance(value, str) else None
+    call = parsed.init_call() if parsed else None
+    if parsed is None or call is None:
         return None
     if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-        parsed.fail(
-            "an init call takes plain positional arguments (use a table for dtype or strides)", node=call
-        )
-    init, args = call.func.id, list(call.args)
-    bounds: tuple[object, object] = (None, None)
+        parsed.fail("an init call takes positional arguments (a table gives dtype, strides)", node=call)
+    init, nodes, bounds = call.func.id, [(parsed, a) for a in call.args], (None, None)
     if init == "randint":
-        if len(args) < 2:
+        if len(nodes) < 2:
             parsed.fail("randint takes (low, high, *shape)", node=call)
-        bounds, args = ((parsed, args[0]), (parsed, args[1])), args[2:]
-    return _Init(TensorSpec(init=init, shape=[]), [((parsed, a), where) for a in args], bounds)
+        bounds, nodes = (nodes[0], nodes[1]), nodes[2:]
+    return _Init(TensorSpec(init=init, shape=[]), [(node, where) for node in nodes], None, bounds)
 
 
-def _eval(
-    expr: object, env: Mapping[str, int | float | bool], budgets: LaunchBudgets, where: str
-) -> int | float:
-    if isinstance(expr, tuple):  # a node of an already parsed init call: columns stay within its text
-        parsed, node = expr
-        return parsed.value(node, env)
-    return evaluate(expr, env, budgets, where)
+def _located(exprs: list[str | int], where: str) -> list[tuple[object, str]]:
+    return [(expr, f"{where}[{i}]") for i, expr in enumerate(exprs)]
 
 
-def _resolve_scalars(raw: dict[str, object], signature: dict[str, str], budgets: LaunchBudgets) -> dict:
-    deps = {name: set() for name in raw}
-    for name, value in raw.items():
-        if isinstance(value, str):
-            deps[name] = _Expr(value, budgets, f"args.{name}").names() & raw.keys()
+def _eval(expr: object, env: dict, budgets: LaunchBudgets, where: str) -> int | float:
+    return expr[0].value(expr[1], env) if isinstance(expr, tuple) else evaluate(expr, env, budgets, where)
+
+
+def _resolve_scalars(raw: dict[str, object], types: dict[str, str], budgets: LaunchBudgets) -> dict:
+    """Evaluates scalars in dependency order (an expression may name other scalars); a cycle is an error."""
+    deps = {
+        n: _Expr(v, budgets, f"args.{n}").names() & raw.keys() if isinstance(v, str) else set()
+        for n, v in raw.items()
+    }
     done: dict[str, int | float | bool] = {}
 
     def visit(name: str, path: list[str]) -> None:
@@ -444,9 +421,9 @@ def _resolve_scalars(raw: dict[str, object], signature: dict[str, str], budgets:
         if name in path:
             cycle = " -> ".join([*path[path.index(name) :], name])
             raise LaunchError(f"args.{name}", f"scalar expressions form a cycle: {cycle}")
-        for dep in sorted(deps[name]):
+        for dep in sorted(deps[name] - done.keys()):
             visit(dep, [*path, name])
-        done[name] = _coerce(name, evaluate(raw[name], done, budgets, f"args.{name}"), signature[name])
+        done[name] = _coerce(name, evaluate(raw[name], done, budgets, f"args.{name}"), types[name])
 
     for name in raw:
         visit(name, [])
@@ -454,18 +431,17 @@ def _resolve_scalars(raw: dict[str, object], signature: dict[str, str], budgets:
 
 
 def _coerce(name: str, value: int | float | bool, ty: str) -> int | float | bool:
-    where = f"args.{name}"
-    if ty in _FLOAT_MAX:
-        if isinstance(value, bool) or abs(value) > _FLOAT_MAX[ty]:
-            raise LaunchError(where, f"{value!r} is not a {ty} value")
+    """Ints for integer types (bools too for i1), floats for fp types, each within its type's range."""
+    if ty in _FLOAT_MAX and not isinstance(value, bool) and abs(value) <= _FLOAT_MAX[ty]:
         return float(value)
-    if ty == "i1" and value in (0, 1) and type(value) in (bool, int):
+    if ty in _FLOAT_MAX:
+        raise LaunchError(f"args.{name}", f"{value!r} is not a {ty} value")
+    if ty == "i1" and type(value) in (bool, int) and value in (0, 1):
         return bool(value)
     if type(value) is not int:
-        raise LaunchError(where, f"a {ty} parameter needs an integer, got {value!r}")
-    low, high = _int_range(ty)
-    if not low <= value <= high:
-        raise LaunchError(where, f"{value} does not fit {ty} ({low}..{high})")
+        raise LaunchError(f"args.{name}", f"a {ty} parameter needs an integer, got {value!r}")
+    if not _INT_RANGE[ty][0] <= value <= _INT_RANGE[ty][1]:
+        raise LaunchError(f"args.{name}", f"{value} does not fit {ty} {_INT_RANGE[ty]}")
     return value
 
 
@@ -473,36 +449,26 @@ def _ints(exprs: list[tuple[object, str]], env: dict, budgets: LaunchBudgets, wh
     out = []
     for expr, where in exprs:
         value = _eval(expr, env, budgets, where)
-        if type(value) is int and value >= 0:
-            out.append(value)
-            continue
-        reason = f"a {what} must be a non-negative integer, got {value!r}"
-        if isinstance(expr, tuple):
-            expr[0].fail(reason, node=expr[1])
-        raise LaunchError(where, reason)
+        if type(value) is not int or value < 0:
+            reason = f"a {what} must be a non-negative integer, got {value!r}"
+            if isinstance(expr, tuple):
+                expr[0].fail(reason, node=expr[1])
+            raise LaunchError(where, reason)
+        out.append(value)
     return tuple(out)
 
 
-def _tensor(
-    name: str, init: _Init, signature: dict[str, str], env: dict, budgets: LaunchBudgets
-) -> TensorArg:
+def _tensor(name: str, init: _Init, pointee: str, env: dict, budgets: LaunchBudgets) -> TensorArg:
     where, spec = f"args.{name}", init.spec
-    pointee = signature[name].removeprefix("*")
     if spec.dtype is not None and spec.dtype != pointee:
-        raise LaunchError(
-            f"{where}.dtype", f"{spec.dtype!r} differs from the signature's {signature[name]!r}"
-        )
-    shape = _ints(init.exprs, env, budgets, "size")
-    strides = _contiguous(shape)
-    if spec.strides is not None:
-        if len(spec.strides) != len(shape):
-            raise LaunchError(f"{where}.strides", f"{len(spec.strides)} strides for {len(shape)} dimensions")
-        strides = _ints(
-            [(e, f"{where}.strides[{i}]") for i, e in enumerate(spec.strides)], env, budgets, "stride"
-        )
-    low, high = spec.low, spec.high
-    if spec.init == "randint":
-        low, high = _bounds(init, pointee, env, budgets, where)
+        raise LaunchError(f"{where}.dtype", f"{spec.dtype!r} differs from the signature's '*{pointee}'")
+    shape = _ints(init.shape, env, budgets, "size")
+    if init.strides is not None and len(init.strides) != len(shape):
+        raise LaunchError(f"{where}.strides", f"{len(init.strides)} strides for {len(shape)} dimensions")
+    strides = _contiguous(shape) if init.strides is None else _ints(init.strides, env, budgets, "stride")
+    low, high = (
+        _bounds(init, pointee, env, budgets, where) if spec.init == "randint" else (spec.low, spec.high)
+    )
     tensor = TensorArg(name, shape, pointee, spec.init, low, high, strides)
     if tensor.nbytes > budgets.max_tensor_bytes:
         raise LaunchError(
@@ -517,7 +483,7 @@ def _bounds(init: _Init, dtype: str, env: dict, budgets: LaunchBudgets, where: s
     low, high = (_eval(b, env, budgets, where) for b in init.bounds)
     if type(low) is not int or type(high) is not int or low >= high:
         raise LaunchError(where, f"randint needs integer bounds with low < high, got {low!r}, {high!r}")
-    lowest, highest = (-_FLOAT_MAX[dtype], _FLOAT_MAX[dtype]) if dtype in _FLOAT_MAX else _int_range(dtype)
+    lowest, highest = (-_FLOAT_MAX[dtype], _FLOAT_MAX[dtype]) if dtype in _FLOAT_MAX else _INT_RANGE[dtype]
     if not (lowest <= low and high - 1 <= highest):
         raise LaunchError(where, f"randint bounds {low}..{high} do not fit {dtype}")
     return low, high
@@ -551,13 +517,13 @@ def _generate(rng: np.random.Generator, t: TensorArg, count: int) -> np.ndarray:
             )
         if count and not values.any():
             values[0] = 1.0  # random inputs are never all zeros (a one-element rand can draw 0.0)
-        return _bf16_bits(values) if t.dtype == "bf16" else values.astype(dtype)
+        return _bf16_bits(values) if t.dtype == "bf16" else values.astype(dtype, copy=False)
     low, high = (t.low, t.high) if t.init == "randint" else _int_defaults(t.dtype, t.init)
     values = rng.integers(low, high, count, dtype=np.int64 if t.dtype == "i1" else dtype)
     nonzero = high - 1 or low  # a range holding only zero stays zero: the description asked for it
     if count and not values.any():
         values[0] = nonzero
-    return values.astype(dtype)
+    return values.astype(dtype, copy=False)
 
 
 def _int_defaults(dtype: str, init: str) -> tuple[int, int]:
@@ -569,6 +535,6 @@ def _int_defaults(dtype: str, init: str) -> tuple[int, int]:
 
 def _bf16_bits(values: np.ndarray) -> np.ndarray:
     """fp32 -> bf16 bit patterns, rounded to nearest even (inputs are finite)."""
-    bits = values.astype(np.float32).view(np.uint32)
+    bits = values.astype(np.float32, copy=False).view(np.uint32)
     rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
     return (rounded >> np.uint32(16)).astype(np.uint16)

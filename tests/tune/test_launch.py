@@ -363,7 +363,7 @@ def test_signature_problems() -> None:
     with pytest.raises(LaunchError) as info:
         resolve(LaunchDescription(grid=[1], args={"n": 1}), {}, ["n"])
     assert info.value.field == "signature.n"
-    with pytest.raises(LaunchError, match="unsupported type") as info:
+    with pytest.raises(LaunchError, match="unsupported or missing type") as info:
         resolve(LaunchDescription(grid=[1], args={"x": "zeros(1)"}), {"x": "*fp8e4nv"}, ["x"])
 
 
