@@ -131,6 +131,7 @@ class CpuBench:
         return {
             "gpu_model": None,
             "driver_version": None,
+            "cuda_version": None,
             "sm_clock_mhz": None,
             "mem_clock_mhz": None,
             "arch": "cpu",
@@ -306,6 +307,8 @@ class CudaBench:
         return replay, lambda: drv.cuGraphExecDestroy(exe)
 
     def device_info(self) -> dict:
+        """GPU model, the NVIDIA driver (kernel module) and the CUDA version it supports, the rated
+        (boost) SM and memory clocks, and the arch; None where the driver does not say."""
         drv, rt = self.drv, self.rt
         dev = rt.check(drv.cuDeviceGet(self.device))
         attr = drv.CUdevice_attribute
@@ -321,11 +324,22 @@ class CudaBench:
         err_v, version = drv.cuDriverGetVersion()
         return {
             "gpu_model": name.split(b"\0", 1)[0].decode(errors="replace") if int(err) == 0 else None,
-            "driver_version": f"{version // 1000}.{version % 1000 // 10}" if int(err_v) == 0 else None,
+            "driver_version": _nvidia_driver(),
+            "cuda_version": f"{version // 1000}.{version % 1000 // 10}" if int(err_v) == 0 else None,
             "sm_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
             "mem_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"),
             "arch": f"sm_{rt.device_sm(self.device)}",
         }
+
+
+def _nvidia_driver() -> str | None:
+    """The kernel driver's version ("580.159.04"), which cuDriverGetVersion does not give (only CUDA's)."""
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            words = f.readline().split()
+    except OSError:
+        return None
+    return next((w for w in words if w[:1].isdigit() and w.count(".") >= 1), None)
 
 
 def make_bench(
