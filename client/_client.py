@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
+from tilec.wire import TuneJobCreate, TuneJobPublic
+
 from ._exceptions import TilecError
 from ._models import (
     ArtifactPublic,
@@ -32,6 +34,7 @@ from ._models import (
 )
 
 _TOKENS = TypeAdapter(list[TokenPublic])
+_JOBS = TypeAdapter(list[TuneJobPublic])
 
 
 class ServiceError(TilecError):
@@ -99,6 +102,11 @@ class _Base:
     def _lookup_params(kernel: str, target: str, key: str, dtypes: str) -> dict[str, str]:
         return {"kernel": kernel, "target": target, "key": key, "dtypes": dtypes}
 
+    @staticmethod
+    def _job_filters(state: str | None, kernel: str | None) -> dict[str, str]:
+        given = {"state": state, "kernel": kernel}
+        return {k: v for k, v in given.items() if v is not None}
+
 
 class Client(_Base):
     """Blocking client: `Client("http://127.0.0.1:8000", token)`; use as a context manager or close()."""
@@ -156,6 +164,20 @@ class Client(_Base):
 
     def revoke_token(self, token_id: int) -> TokenPublic:
         return TokenPublic.model_validate_json(self._request("DELETE", f"/v1/tokens/{token_id}").content)
+
+    def submit_tune(self, body: TuneJobCreate) -> TuneJobPublic:
+        """Queue a tune job (202), or join the one queued or running for the same tuning key."""
+        return TuneJobPublic.model_validate_json(self._request("POST", "/v1/tune-jobs", json=_body(body)).content)
+
+    def tune_job(self, job_id: int) -> TuneJobPublic:
+        return TuneJobPublic.model_validate_json(self._request("GET", f"/v1/tune-jobs/{job_id}").content)
+
+    def tune_jobs(self, state: str | None = None, kernel: str | None = None) -> list[TuneJobPublic]:
+        response = self._request("GET", "/v1/tune-jobs", params=self._job_filters(state, kernel))
+        return _JOBS.validate_json(response.content)
+
+    def cancel_tune(self, job_id: int) -> TuneJobPublic:
+        return TuneJobPublic.model_validate_json(self._request("POST", f"/v1/tune-jobs/{job_id}/cancel").content)
 
 
 class AsyncClient(_Base):
@@ -220,3 +242,18 @@ class AsyncClient(_Base):
 
     async def revoke_token(self, token_id: int) -> TokenPublic:
         return TokenPublic.model_validate_json((await self._request("DELETE", f"/v1/tokens/{token_id}")).content)
+
+    async def submit_tune(self, body: TuneJobCreate) -> TuneJobPublic:
+        response = await self._request("POST", "/v1/tune-jobs", json=_body(body))
+        return TuneJobPublic.model_validate_json(response.content)
+
+    async def tune_job(self, job_id: int) -> TuneJobPublic:
+        return TuneJobPublic.model_validate_json((await self._request("GET", f"/v1/tune-jobs/{job_id}")).content)
+
+    async def tune_jobs(self, state: str | None = None, kernel: str | None = None) -> list[TuneJobPublic]:
+        response = await self._request("GET", "/v1/tune-jobs", params=self._job_filters(state, kernel))
+        return _JOBS.validate_json(response.content)
+
+    async def cancel_tune(self, job_id: int) -> TuneJobPublic:
+        response = await self._request("POST", f"/v1/tune-jobs/{job_id}/cancel")
+        return TuneJobPublic.model_validate_json(response.content)

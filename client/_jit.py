@@ -2,13 +2,16 @@
 
 Each call binds arguments to parameters, specialises (dtypes, constexprs, hints) and reuses the compiled
 artifact for that specialisation from an in-memory cache. Autotuned kernels time their configs on the
-actual arguments (restoring every array between trials) and keep the winner per autotune key.
+actual arguments (restoring every array between trials) and keep the winner per autotune key. With a
+server (`jit(..., server=)` or TILEC_URL), an autotuned kernel reads the shared tuning result first and
+only tunes on a miss, then publishes what it measured: every rank of a job launches the same config.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from tilec.compiler.artifact import Artifact, CompileOptions
+from tilec.compiler.frontend import ConfigSpec
 from tilec.compiler.pipeline import compile_kernel
+from tilec.compiler.tune.keys import dtypes_string, key_string
 
 from ._exceptions import ArgumentError
 from ._grid import check_grid
@@ -24,6 +29,7 @@ from ._launch import ArgSpec, BF16Array, launch, select_target, specialise
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages")
 _TRIALS = 3
+_SERVER_TIMEOUT_S = 30.0  # a lookup sits on the launch path: a server that hangs must not hold it long
 
 
 def _read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
@@ -36,7 +42,8 @@ def _read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
 class JITKernel:
     """A kernel read from source; index it with a grid to launch."""
 
-    def __init__(self, source_or_path: str | os.PathLike, name: str | None = None):
+    def __init__(self, source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None):
+        """`server`: a Client or a URL whose tuning results an autotuned kernel shares; None: none."""
         from tilec.compiler.frontend import read_kernel
 
         self.source, filename = _read_source(source_or_path)
@@ -44,9 +51,10 @@ class JITKernel:
         self.name = self.ks.name
         self.params = self.ks.params
         self.cache: dict[tuple, Artifact] = {}
-        self.best_configs: dict[tuple, dict] = {}
+        self.best_configs: dict[tuple, Any] = {}
         self.compile_count = 0
         self.trials: dict[tuple, list[tuple[dict, float]]] = {}
+        self.shared = SharedResults(server) if server is not None else None
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         return lambda *args, **kwargs: self.run(grid, args, kwargs)
@@ -166,15 +174,44 @@ class JITKernel:
         dtypes = tuple((k, specialise(k, v).type) for k, v in sorted(bound.items()) if _is_runtime(v))
         return tuple(parts), dtypes
 
+    def shared_key(self, bound: dict[str, Any], target: str) -> dict[str, str]:
+        """The tuning key's parts as the service's worker writes them for the same launch: kernel key,
+        the autotune key's values (a tensor as its shape and dtype), the runtime dtypes, the target."""
+        runtime = [p.name for p in self.params if not p.constexpr and _given(p, bound) is not None]
+        types = {n: specialise(n, _given(p, bound)).type for p in self.params if (n := p.name) in runtime}
+        names = [n for n in self.ks.autotune.key if n in runtime]
+        values = {n: _key_value(bound[n], types[n]) for n in names}
+        return {
+            "kernel_key": self.ks.key,
+            "key": key_string(names, values),
+            "dtypes": dtypes_string(types, runtime),
+            "target": target,
+        }
+
     def _run_autotuned(self, grid: Any, bound: dict[str, Any], opts: dict, target: str) -> None:
         key = self.tuning_key(bound)
         cfg = self.best_configs.get(key)
         if cfg is None:
-            cfg = self._tune(grid, bound, opts, target, key)
+            cfg = self._choose(grid, bound, opts, target, key)
         full, cfg_opts = self._config_args(bound, cfg)
         self._run_once(grid, full, {**cfg_opts, **opts}, target)
 
-    def _tune(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple):
+    def _choose(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> Any:
+        """The config for a new tuning key: the server's shared result, else a local tune (published)."""
+        if self.shared is None:
+            return self._tune(grid, bound, opts, target, key)[0]
+        where = self.shared_key(bound, target)
+        found = self.shared.lookup(where)
+        if found is not None:
+            self.best_configs[key] = found
+            return found
+        best, timings = self._tune(grid, bound, opts, target, key)
+        agreed = self.shared.publish(self.source, self.name, where, timings)
+        if agreed is not None:  # another rank may have published a faster config first: launch the shared one
+            self.best_configs[key] = best = agreed
+        return best
+
+    def _tune(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> tuple[Any, list]:
         """Time every config on the actual arguments. Every array argument (NumPy, torch, CuPy) is restored
         after each trial run, so tuning leaves them as the one real run after it finds them; the decorator's
         reset_to_zero arguments are zeroed before each run, the real one included."""
@@ -201,7 +238,118 @@ class JITKernel:
         best = min(timings, key=lambda t: t[1])[0]
         self.best_configs[key] = best
         self.trials[key] = [(dict(c.kwargs), t) for c, t in timings]
-        return best
+        return best, timings
+
+
+class SharedResults:
+    """One kernel's view of the service's tuning results. Every failure to reach or use the server is
+    warned about once and the kernel goes on with its local result: sharing is never a reason not to run."""
+
+    def __init__(self, server: Any) -> None:
+        self._client = None if isinstance(server, str) else server
+        self._url = server if isinstance(server, str) else None
+        self._token = os.environ.get("TILEC_TOKEN") if isinstance(server, str) else None
+        self.reachable = True  # False after the server could not be reached or refused the token
+        self.publishing = True  # False after a refused publish (a token without the submit scope)
+        self.warned = False
+
+    def close(self) -> None:
+        """Close the HTTP client this made from a URL (a Client given to jit() stays its owner's)."""
+        if self._client is not None and self._url is not None:
+            self._client.close()
+            self._client = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            from ._client import Client
+
+            self._client = Client(self._url, self._token, timeout=_SERVER_TIMEOUT_S)
+        return self._client
+
+    def lookup(self, where: dict[str, str]) -> ConfigSpec | None:
+        """The shared best config for this tuning key, or None (a miss, or no usable server)."""
+        from ._client import ServiceError
+
+        if not self.reachable:
+            return None
+        try:
+            found = self.client().lookup(where["kernel_key"], where["target"], key=where["key"], dtypes=where["dtypes"])
+        except ServiceError as exc:
+            self._failed(exc, "could not read the shared tuning result; tuning locally")
+            return None
+        if found is None:
+            return None
+        config = _config(found.config)
+        if config is None:
+            self._warn(f"the server's tuning result holds no usable config ({found.config!r}); tuning locally")
+        return config
+
+    def publish(self, source: str, name: str, where: dict[str, str], timings: list) -> ConfigSpec | None:
+        """Record every timed config; the service's best config for the key afterwards, or None when the
+        result could not be published (the local result stands)."""
+        from ._client import ServiceError
+        from ._models import ConfigSpec as WireConfig
+        from ._models import KernelCreate, TrialCreate, TuningResultCreate
+
+        if not (self.reachable and self.publishing):
+            return None
+        trials = [
+            TrialCreate(config=WireConfig(kwargs=c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages),
+                        time_ms=max(seconds * 1e3, 1e-6))
+            for c, seconds in timings
+        ]  # fmt: skip
+        try:
+            self.client().submit_kernel(KernelCreate(source=source, name=name))
+            result = self.client().record_tuning(TuningResultCreate(**where, trials=trials))
+        except ServiceError as exc:
+            self.publishing = False
+            self._failed(exc, "could not publish the tuning result (publishing needs a submit-scoped token); "
+                              "keeping the local result")  # fmt: skip
+            return None
+        return _config(result.config)
+
+    def _failed(self, exc: Exception, what: str) -> None:
+        from ._client import AuthError, ServiceUnavailable
+
+        if isinstance(exc, AuthError) and exc.status == 401 or isinstance(exc, ServiceUnavailable):
+            self.reachable = False  # no point in asking again in this process
+        self._warn(f"tilec server {self._where()}: {what} ({exc})")
+
+    def _where(self) -> str:
+        return self._url or getattr(self._client, "url", "?")
+
+    def _warn(self, message: str) -> None:
+        if self.warned:
+            return
+        self.warned = True
+        warnings.warn(message, stacklevel=8)  # the frame that launched the kernel (k[grid](...))
+
+
+def _config(value: Any) -> ConfigSpec | None:
+    """A shared config {"kwargs", "num_warps", "num_stages"} as the decorator's configs are, or None
+    when it is not one (the server's answer is data from other clients: checked, not trusted)."""
+    if not isinstance(value, dict) or not isinstance(value.get("kwargs"), dict):
+        return None
+    if not all(isinstance(k, str) for k in value["kwargs"]):
+        return None
+    options = [value.get(k) for k in _LAUNCH_OPTIONS]
+    if any(v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1) for v in options):
+        return None
+    return ConfigSpec(dict(value["kwargs"]), *options)
+
+
+def _given(param: Any, bound: dict[str, Any]) -> Any:
+    if param.name in bound:
+        return bound[param.name]
+    return param.default if param.has_default else None
+
+
+def _key_value(value: Any, triton_type: str) -> Any:
+    """An autotune key argument's value in a tuning key: a tensor is its shape and dtype."""
+    if not triton_type.startswith("*"):
+        return value
+    shape = _data(value).shape if isinstance(value, BF16Array) else value.shape
+    return {"shape": [int(d) for d in shape], "dtype": triton_type[1:]}
 
 
 def _data(v: np.ndarray | BF16Array) -> np.ndarray:
@@ -247,6 +395,9 @@ def _is_runtime(v: Any) -> bool:
     return isinstance(v, np.ndarray | BF16Array | np.generic | int | float)
 
 
-def jit(source_or_path: str | os.PathLike, name: str | None = None) -> JITKernel:
-    """Read a Triton-language kernel (source text or a path to a .py file) for launching."""
-    return JITKernel(source_or_path, name)
+def jit(source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None) -> JITKernel:
+    """Read a Triton-language kernel (source text or a path to a .py file) for launching. `server` (a
+    Client, or a URL used with TILEC_TOKEN) shares autotune results; None: TILEC_URL if set; False: none."""
+    if server is None:
+        server = os.environ.get("TILEC_URL") or None
+    return JITKernel(source_or_path, name, server=server or None)
