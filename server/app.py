@@ -6,6 +6,7 @@ Retry-After, and a value the database refuses a 422, both decided here and nowhe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,8 +20,9 @@ from starlette.exceptions import HTTPException
 from tilec.wire import ErrorPublic
 
 from . import errors as E
-from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tuning
+from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tune_jobs, tuning
 from .fastpath import FastPathMiddleware
+from .jobs.reaper import reap
 from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
 from .settings import Settings
 from .state import AppState
@@ -40,7 +42,9 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(reap(state))
         yield
+        reaper.cancel()
         state.close()
 
     app = FastAPI(
@@ -52,7 +56,9 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
         lifespan=lifespan,
     )
     app.state.tilec = state
-    for router in (kernels.router, compile.router, artifacts.router, lookup.router, tuning.router, tokens.router):
+    routers = (kernels.router, compile.router, artifacts.router, lookup.router, tuning.router, tune_jobs.router,
+               tokens.router)  # fmt: skip
+    for router in routers:
         app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(docs.router)

@@ -1,4 +1,5 @@
-"""`tilec serve`, `tilec db upgrade|downgrade`, `tilec token create|ls|revoke`: the service's commands.
+"""`tilec serve`, `tilec worker`, `tilec db upgrade|downgrade`, `tilec token create|ls|revoke`: the
+service's commands.
 
 Server modules are imported inside the commands, so `tilec --help` stays fast and works without
 the server extra installed.
@@ -70,12 +71,17 @@ def banner(settings: Settings) -> list[str]:
     else:
         auth = "off (loopback address; TILEC_AUTH=true to require tokens)"
     access = "on" if settings.access_log else "off (--access-log or TILEC_ACCESS_LOG=true)"
+    if settings.broker_url:
+        jobs = f"Celery workers via {masked_url(settings.broker_url)} (start them with: tilec worker --target T)"
+    else:
+        jobs = "in-process (TILEC_BROKER_URL=redis://... for Celery workers)"
     return [
         f"tilec: listening on {url}{where}",
         f"  database:   {masked_url(settings.resolved_database_url)}",
         f"  API docs:   {url}/docs",
         f"  auth:       {auth}",
         f"  access log: {access}",
+        f"  tune jobs:  {jobs}",
     ]
 
 
@@ -214,7 +220,43 @@ def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], 
     typer.echo(f"token {row.id} revoked at {row.revoked_at.isoformat(timespec='seconds')}")
 
 
+def worker(
+    target: Annotated[str, typer.Option(help="the target whose tune jobs to take: cpu, or cuda:sm_XX of this GPU")],
+    loglevel: Annotated[str, typer.Option(help="Celery's log level")] = "INFO",
+) -> None:
+    """A Celery worker for tune jobs (TILEC_BROKER_URL, and TILEC_DATABASE_URL of the service): it checks
+    that this machine can run the target (its GPU's arch) and consumes only that target's queue, one job
+    at a time."""
+    from tilec.compiler.artifact import parse_target
+    from tilec.server.jobs.executor import local_targets
+    from tilec.server.settings import Settings
+
+    settings = Settings()
+    if not settings.broker_url:
+        typer.echo("tilec worker: set TILEC_BROKER_URL (e.g. redis://localhost:6379/0) to the service's broker",
+                   err=True)  # fmt: skip
+        raise typer.Exit(2)
+    try:
+        parse_target(target)
+    except ValueError as exc:
+        typer.echo(f"tilec worker: {exc}", err=True)
+        raise typer.Exit(2) from None
+    here = local_targets()
+    if target not in here:
+        typer.echo(f"tilec worker: this machine cannot run {target}; it runs {', '.join(sorted(here))}", err=True)
+        raise typer.Exit(2)
+    from tilec.server.jobs.celery_app import make_celery, queue_name
+
+    app = make_celery(settings)
+    typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
+    app.worker_main([
+        "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,
+        "--hostname", f"tilec-{target.replace(':', '-')}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
+    ])  # fmt: skip
+
+
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
+    app.command("worker")(worker)
     app.add_typer(db_app, name="db")
     app.add_typer(token_app, name="token")

@@ -31,6 +31,9 @@ DB_UNAVAILABLE = "database_unavailable"
 VALUE_REFUSED = "value_refused"
 METHOD_NOT_ALLOWED = "method_not_allowed"
 INTERNAL = "internal"
+BAD_LAUNCH = "bad_launch"
+NO_WORKER = "no_worker"
+BROKER_UNAVAILABLE = "broker_unavailable"
 
 # messages
 MSG_MISSING_TOKEN = "a bearer token is required"
@@ -63,6 +66,13 @@ MSG_REBUILD_FAILED = "artifact {id} no longer matches its sha256 or cannot be re
 MSG_DB_UNAVAILABLE = "the database is unavailable; retry later"
 MSG_NOT_FOUND = "not found"
 MSG_INTERNAL = "internal error"
+MSG_TUNE_NEEDS_SOURCE = "tune jobs take Triton-language source (or the key of a kernel submitted as source), not tile IR"
+MSG_NO_WORKER = (
+    "this service tunes in-process and can run {here}, not {target}; for other targets set TILEC_BROKER_URL "
+    "and start `tilec worker --target {target}` on a machine that has one"
+)
+MSG_BROKER_UNAVAILABLE = "the job broker is unavailable ({reason}); the job was not accepted, retry later"
+MSG_JOB_NOT_FOUND = "no tune job {id}"
 
 
 class ApiError(Exception):

@@ -41,6 +41,19 @@ class Settings(BaseSettings):
     compile_timeout_s: float = 60.0
     compile_memory_mb: int = 4096
     compile_workers: int = 2
+    # tune jobs: in-process by default; Celery workers when a broker is set (redis://host:6379/0)
+    broker_url: str = ""
+    broker_timeout_s: float = 2.0  # a publish that cannot reach the broker in this time is a 503
+    visibility_timeout_s: float = 3600.0  # Redis redelivers a message not acked within this
+    lease_s: float = 60.0  # a running job whose worker has not beaten its heartbeat in this long is orphaned
+    heartbeat_s: float = 10.0
+    max_deliveries: int = 3  # a job taken up this many times without finishing fails (it kills its worker)
+    reaper_interval_s: float = 15.0  # how often the API requeues orphaned jobs
+    max_tensor_bytes: int = 1 << 32  # one tensor of a launch description
+    max_launch_bytes: int = 1 << 34  # all of them
+    tune_compile_workers: int = 0  # processes compiling a tune's configs; 0: the CPU cores
+    tune_full_seconds: float = 2.0  # the most one config's full timing takes (it stops sooner at a 1% interval)
+    tune_brief_seconds: float = 0.25  # the most a brief timing (a round of successive halving) takes
     # caches
     lookup_cache_size: int = 4096
     lookup_cache_ttl_s: float = 5.0

@@ -167,7 +167,7 @@ class Tuner:
     strategy: str = "halving"
     budget: int | None = None
     seed: int = 0
-    known: Mapping[str, Trial] = field(default_factory=dict)  # config hash -> a trial from an earlier tune
+    known: Mapping[str, Trial] = field(default_factory=dict)  # config hash -> an earlier tune's trial, not rerun
     compiler: Compiler = field(default_factory=process_pool_compiler)
     on_trial: Callable[[Trial], None] = lambda t: None
     cancelled: Callable[[], bool] = lambda: False
@@ -184,8 +184,8 @@ class Tuner:
         for config in self.configs:
             cached = self.known.get(config_hash(config))
             reason = prune_before_compile(config, self.base.options.target)
-            if cached is not None:
-                settled.append(replace(cached, config=config, status="cached", artifact=None))
+            if cached is not None:  # status "cached" (timed in full before) or "stopped" (dropped before)
+                settled.append(replace(cached, config=config, artifact=None))
             elif reason is not None:
                 settled.append(Trial(config, "pruned", reason))
             else:

@@ -1,0 +1,52 @@
+"""The Celery side of tune jobs: the app (broker from TILEC_BROKER_URL, the rest Celery's defaults but
+for the settings that make a killed worker lose nothing), one queue per target, and the task, whose
+message carries only the job id.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from celery import Celery
+
+from ..settings import Settings
+
+TASK = "tilec.tune_job"
+
+
+def queue_name(target: str) -> str:
+    return f"tilec.tune.{target}"
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("tilec", broker=settings.broker_url, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,  # acked when the task ends: a worker killed mid-job leaves the message to redeliver
+        task_reject_on_worker_lost=True,  # a pool child that dies puts its message back (deliveries bound it)
+        worker_prefetch_multiplier=1,  # a worker holds one unacked job, not a batch others could run
+        task_ignore_result=True,  # the job row is the result
+        broker_connection_timeout=settings.broker_timeout_s,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_s,
+            "socket_connect_timeout": settings.broker_timeout_s,
+            "socket_timeout": max(settings.broker_timeout_s, 5.0),
+        },
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    app.task(name=TASK)(_tune_job)
+    return app
+
+
+@cache
+def _context():  # noqa: ANN202 - a WorkerContext, made once per worker process
+    from .runner import WorkerContext
+
+    return WorkerContext.open(Settings(), label="celery")
+
+
+def _tune_job(job_id: int) -> str:
+    from .runner import run_job
+
+    return run_job(_context(), int(job_id))

@@ -1,0 +1,219 @@
+"""Running one tune job on a worker (a Celery worker, or the in-process executor's thread).
+
+The job row is the truth, the message only names it: a take is a claim with a lease (worker id and a
+heartbeat renewed by a thread), so a second delivery of a job whose lease is live does nothing, and a
+job whose worker died is taken up again once its lease runs out. Trials, artifacts and the best config
+are written in one transaction at the end with upserts: a job run twice leaves one result.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from tilec.client._tune import Prepared, TuneSpec, prepare, run_tune
+from tilec.compiler.artifact import Artifact, artifact_key, compiler_version
+from tilec.compiler.errors import CompileError
+from tilec.compiler.frontend import Budgets
+from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError
+from tilec.compiler.tune.space import config_hash
+from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_compiler
+
+from ..db import crud
+from ..db.engine import make_engine, session_factories
+from ..db.models import TuneJob
+from ..service import sha256, text_digests
+from ..settings import Settings
+from . import store
+
+log = logging.getLogger("tilec.jobs")
+# a stored trial of the same GPU model, as a tune that does not time its config again records it
+EARLIER = {"ok": ("cached", "timed by an earlier tune"), "stopped": ("stopped", "stopped by an earlier tune")}
+T = TypeVar("T")
+
+
+def worker_id(label: str = "") -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{label or uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class WorkerContext:
+    """What a worker needs to run jobs: settings, a write session factory, its id."""
+
+    settings: Settings
+    rw: sessionmaker[Session]
+    worker: str = field(default_factory=worker_id)
+    budgets: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, settings: Settings, *, label: str = "") -> WorkerContext:
+        engine = make_engine(settings.resolved_database_url, connect_timeout_s=settings.db_connect_timeout_s,
+                             pool_size=2)  # fmt: skip
+        rw, _ = session_factories(engine)
+        return cls(settings=settings, rw=rw, worker=worker_id(label))
+
+    def write(self, fn: Callable[[Session], T]) -> T:
+        with self.rw() as session, session.begin():
+            return fn(session)
+
+
+class Heartbeat(threading.Thread):
+    """Renews the lease every heartbeat_s; notices a cancel or a lost lease."""
+
+    def __init__(self, ctx: WorkerContext, job_id: int) -> None:
+        super().__init__(daemon=True, name=f"tilec-heartbeat-{job_id}")
+        self.ctx, self.job_id = ctx, job_id
+        self.stopping = threading.Event()
+        self.state = "running"
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.ctx.settings.heartbeat_s):
+            try:
+                self.state = self.ctx.write(lambda s: store.heartbeat(s, self.job_id, worker=self.ctx.worker))
+            except Exception:  # noqa: BLE001 - the database is away: the lease may lapse, the job is retried
+                log.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
+
+    @property
+    def stop_now(self) -> bool:
+        return self.state != "running"
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+
+def run_job(ctx: WorkerContext, job_id: int) -> str:
+    """Run the job if it is this worker's to run; what happened: done, failed, cancelled, lost, or the
+    claim's decision (held, finished, gone)."""
+    s = ctx.settings
+    claim = ctx.write(lambda ses: store.claim(ses, job_id, worker=ctx.worker, lease_s=s.lease_s,
+                                              max_deliveries=s.max_deliveries))  # fmt: skip
+    if claim.decision != "run":
+        log.info("job %s: %s (delivery %s)", job_id, claim.decision, claim.deliveries)
+        return claim.decision
+    beat = Heartbeat(ctx, job_id)
+    beat.start()
+    try:
+        return _run(ctx, job_id, beat)
+    finally:
+        beat.stop()
+
+
+def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
+    job, source = ctx.write(lambda s: _load(s, job_id))
+    try:
+        prepared = prepare(_spec(ctx, job, source))
+    except (CompileError, LaunchError, ValueError) as exc:
+        return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
+
+    def known(device: dict) -> dict[str, Trial]:
+        rows = ctx.write(lambda s: store.stored_trials(s, tkey=job.tuning_key, gpu_model=device.get("gpu_model")))
+        return {r.config_hash: Trial(r.config, *EARLIER[r.status], r.time_ms, r.lo_ms, r.hi_ms, r.reps)
+                for r in rows if r.status in EARLIER}  # fmt: skip
+
+    def on_plan(n: int) -> None:
+        ctx.write(lambda s: store.set_planned(s, job_id, worker=ctx.worker, planned=n))
+
+    def on_trial(t: Trial) -> None:
+        if not ctx.write(lambda s: store.add_trial(s, job_id, worker=ctx.worker, trial=t.public())):
+            beat.state = ctx.write(lambda s: store.heartbeat(s, job_id, worker=ctx.worker))  # cancelled, or lost
+
+    workers = ctx.settings.tune_compile_workers or None
+    try:
+        outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
+                                   cancelled=lambda: beat.stop_now, compiler=process_pool_compiler(workers))  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the tune's own failure (not the worker's): fail once, with it
+        log.exception("job %s failed", job_id)
+        return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
+    if beat.state == "lost":
+        return "lost"
+    if outcome.cancelled or beat.state == "cancelled":
+        return "cancelled"
+    return _finish(ctx, job, prepared, outcome, device)
+
+
+def _load(session: Session, job_id: int) -> tuple[TuneJob, str]:
+    job = session.get_one(TuneJob, job_id)
+    kernel = crud.get_kernel(session, key=job.kernel_key)
+    if kernel is None or kernel.source is None:
+        raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
+    session.expunge(job)
+    return job, kernel.source
+
+
+def _spec(ctx: WorkerContext, job: TuneJob, source: str) -> TuneSpec:
+    r, s = job.request, ctx.settings
+    return TuneSpec(
+        source=source,
+        name=r.get("name"),
+        signature=r["signature"],
+        launch=LaunchDescription.model_validate(r["launch"]),
+        target=job.target,
+        constexprs=r.get("constexprs") or {},
+        configs=r.get("configs"),
+        strategy=job.strategy,
+        budget=r.get("budget"),
+        seed=r.get("seed") or 0,
+        budgets=Budgets(**r.get("budgets", {})),
+        launch_budgets=LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes),
+        full=replace(FULL, max_seconds=s.tune_full_seconds),
+        brief=replace(BRIEF, max_seconds=s.tune_brief_seconds),
+    )
+
+
+def _fail(ctx: WorkerContext, job_id: int, error: str) -> str:
+    ok = ctx.write(lambda s: store.finish(s, job_id, worker=ctx.worker, state="failed", error=error))
+    return "failed" if ok else "lost"
+
+
+def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outcome, device: dict) -> str:
+    measured = [t for t in outcome.trials if t.status in ("ok", "stopped") and t.time_ms is not None]
+    if outcome.best is None:
+        reasons = "; ".join(f"{t.config['kwargs']}: {t.reason}" for t in outcome.trials if t.reason)[:4000]
+        return _fail(ctx, job.id, f"no config could be timed ({reasons})")
+    spec = {"signature": prepared.base.signature, "constexprs": prepared.base.constexprs,
+            "hints": prepared.base.hints, "emit": "cubin" if job.target.startswith("cuda") else "object"}  # fmt: skip
+    artifacts = [_artifact_values(job, spec, t.config, t.artifact) for t in measured if t.status == "ok" and t.artifact]
+    links = {config_hash(a["config"]): a["key"] for a in artifacts}
+    rows = [_trial_row(t, device, links.get(config_hash(t.config))) for t in measured]
+
+    def write(session: Session) -> str:
+        for values in artifacts:
+            crud.put_artifact(session, values=values)
+        best = store.record(session, tkey=job.tuning_key, kernel_key=job.kernel_key, key=job.key_values,
+                            dtypes=job.dtypes, target=job.target, trials=rows, gpu_model=device.get("gpu_model"))  # fmt: skip
+        if best is None:  # every config was cached from trials of this GPU model: the result stands
+            found = crud.lookup(session.connection(), tkey=job.tuning_key)
+            best = found and {"config": found[0].best_config, "time_ms": found[0].best_time_ms}
+        ok = store.finish(session, job.id, worker=ctx.worker, state="done", best=best)
+        return "done" if ok else "lost"
+
+    return ctx.write(write)
+
+
+def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact) -> dict[str, Any]:
+    key = artifact_key(job.kernel_key, spec, config, job.target, compiler_version())
+    values = {
+        "key": key, "kernel_key": job.kernel_key, "kernel_name": art.kernel_name, "target": job.target,
+        "emit": spec["emit"], "compiler_version": art.compiler_version, "spec": spec, "config": config,
+        "binary": art.binary, "tir": art.tir or "", "llir": art.llir or "", "ptx": art.ptx or "",
+        "meta": art.metadata or {}, "sha256": sha256(art.binary), "size": len(art.binary),
+    }  # fmt: skip
+    values.update(text_digests(values))
+    return values
+
+
+def _trial_row(t: Trial, device: dict, artifact: str | None) -> dict[str, Any]:
+    return {
+        "config_hash": config_hash(t.config), "config": t.config, "time_ms": t.time_ms, "artifact_key": artifact,
+        "gpu_model": device.get("gpu_model"), "driver_version": device.get("driver_version"),
+        "sm_clock_mhz": device.get("sm_clock_mhz"), "mem_clock_mhz": device.get("mem_clock_mhz"),
+        "status": t.status, "lo_ms": t.lo_ms, "hi_ms": t.hi_ms, "reps": t.reps,
+    }  # fmt: skip

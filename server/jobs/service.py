@@ -1,0 +1,153 @@
+"""The API side of tune jobs: check a request (kernel, launch description, configs, target), fix its
+tuning key, and create the job — done at once when every config is tuned already, attached to the job
+already running for the key, or queued and handed to the executor (a 503 when the broker is down).
+The kernel is read in a compile child (service.register_kernel); only the launch description's small
+expressions are read here, by compiler.tune.launch's evaluator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from tilec.compiler.tune import space
+from tilec.compiler.tune.keys import dtypes_string, key_string
+from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, resolve
+from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
+
+from .. import errors as E
+from ..db import crud
+from ..db.models import Kernel, TuneJob
+from ..service import check_target, read_kernel, register_kernel
+from ..state import AppState
+from . import store
+from .executor import BrokerUnavailable
+from .runner import EARLIER
+
+
+def job_public(job: TuneJob, *, trials: bool = True, attached: bool = False) -> TuneJobPublic:
+    return TuneJobPublic(
+        id=job.id, state=job.state, kernel_key=job.kernel_key, tuning_key=job.tuning_key,  # type: ignore[arg-type]
+        key=job.key_values, dtypes=job.dtypes, target=job.target, strategy=job.strategy,  # type: ignore[arg-type]
+        trials_done=job.trials_done, trials_planned=job.trials_planned, worker=job.worker,
+        deliveries=job.deliveries, error=job.error, best_config=job.best_config, best_time_ms=job.best_time_ms,
+        created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at, attached=attached,
+        trials=[TuneTrialPublic.model_validate(t) for t in job.trials] if trials else [],
+    )  # fmt: skip
+
+
+async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) -> Kernel:
+    given = [k for k in ("kernel_key", "source", "ir") if getattr(body, k) is not None]
+    if len(given) != 1:
+        raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_ONE_INPUT)
+    if body.ir is not None:
+        raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
+    if body.kernel_key is not None:
+        kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=body.kernel_key or ""))
+        if kernel is None:
+            raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel")
+        if kernel.kind != "source":
+            raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
+        return kernel
+    text = body.source or ""
+    if len(text.encode()) > state.settings.max_source_bytes:
+        limit = state.settings.max_source_bytes
+        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
+    return kernel
+
+
+def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict]:
+    try:
+        if body.configs is not None and body.config_grid is not None:
+            raise ValueError("give configs or config_grid, not both")
+        if body.configs is not None:
+            configs = space.from_list(c.model_dump() for c in body.configs)
+        elif body.config_grid is not None:
+            g = body.config_grid
+            configs = space.from_grid(g.kwargs, g.num_warps, g.num_stages, limit=limit)
+        else:
+            configs = space.from_list((info.get("autotune") or {}).get("configs") or [])
+    except ValueError as exc:
+        raise E.ApiError(422, E.TOO_MANY_CONFIGS if "limit" in str(exc) else E.INVALID_REQUEST, str(exc)) from None
+    if len(configs) > limit:
+        raise E.ApiError(422, E.TOO_MANY_CONFIGS, E.MSG_TOO_MANY_CONFIGS.format(n=len(configs), limit=limit))
+    return configs or [space.normalise({})]
+
+
+def _check_target(state: AppState, target: str) -> None:
+    check_target(target)
+    runs = state.executor.targets()
+    if runs is not None and target not in runs:
+        here = ", ".join(sorted(runs))
+        raise E.ApiError(422, E.NO_WORKER, E.MSG_NO_WORKER.format(target=target, here=here))
+
+
+async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> tuple[TuneJobPublic, int]:
+    """The job for this request and the status to answer with (202, or 200 when it is done at once)."""
+    _check_target(state, body.target)
+    try:
+        launch = LaunchDescription.model_validate(body.launch)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise E.ApiError(422, E.BAD_LAUNCH, f"launch.{where}: {first.get('msg')}") from None
+    kernel = await _kernel(state, body, token_id)
+    info = kernel.info or {}
+    params = info.get("params") or []
+    runtime = [p["name"] for p in params if not p.get("constexpr") and p["name"] not in body.constexprs]
+    s = state.settings
+    try:
+        resolved = resolve(launch, body.signature, runtime,
+                           LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes))  # fmt: skip
+    except LaunchError as exc:
+        raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
+    configs = _configs(body, info, s.max_configs)
+    names = [n for n in (info.get("autotune") or {}).get("key") or [] if n in resolved.params]
+    key = key_string(names, resolved.key_values(names))
+    dtypes = dtypes_string(body.signature, runtime)
+    tkey = crud.tuning_key(kernel_key=kernel.key, key=key, dtypes=dtypes, target=body.target)
+    request = {
+        "name": kernel.name, "signature": body.signature, "constexprs": body.constexprs,
+        "launch": launch.model_dump(mode="json"), "configs": configs, "budget": body.budget, "seed": body.seed,
+        "budgets": state.budgets(),
+    }  # fmt: skip
+    values = {"kernel_key": kernel.key, "tuning_key": tkey, "key_values": key, "dtypes": dtypes,
+              "target": body.target, "strategy": body.strategy, "request": request, "trials_planned": len(configs),
+              "submitted_by": token_id}  # fmt: skip
+
+    def create(session: Session) -> tuple[TuneJobPublic, bool, bool]:
+        done = _tuned_already(session, tkey, configs)
+        if done is not None:
+            trials, best = done
+            return job_public(store.add_finished(session, values=values, trials=trials, best=best)), False, True
+        job, attached = store.create_job(session, values=values)
+        return job_public(job, attached=attached), attached, False
+
+    public, attached, finished = await state.write(create)
+    if not attached and not finished:
+        try:
+            await run_in_threadpool(state.executor.submit, public.id, body.target)
+        except BrokerUnavailable as exc:
+            await state.write(lambda s: s.delete(s.get_one(TuneJob, public.id)))
+            raise E.ApiError(503, E.BROKER_UNAVAILABLE, E.MSG_BROKER_UNAVAILABLE.format(reason=str(exc)[:300]),
+                             headers={"Retry-After": "5"}) from None  # fmt: skip
+    return public, (200 if finished else 202)
+
+
+def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[list[dict], dict | None] | None:
+    """When every config has a trial for this key (timed in full, or stopped by a strategy): those trials
+    (as "cached" or "stopped") and the best."""
+    rows = {r.config_hash: r for r in store.stored_trials(session, tkey=tkey, any_model=True)}
+    hashes = [space.config_hash(c) for c in configs]
+    if not rows or any(h not in rows for h in hashes):
+        return None
+    trials = [{"config": rows[h].config, "status": EARLIER[rows[h].status][0], "reason": EARLIER[rows[h].status][1],
+               "time_ms": rows[h].time_ms, "lo_ms": rows[h].lo_ms, "hi_ms": rows[h].hi_ms, "reps": rows[h].reps,
+               "gpu_model": rows[h].gpu_model, "artifact_id": rows[h].artifact_key} for h in hashes]  # fmt: skip
+    found = crud.lookup(session.connection(), tkey=tkey)
+    best = found and {"config": found[0].best_config, "time_ms": found[0].best_time_ms}
+    return trials, best
