@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,7 +44,6 @@ class TuneReport:
     best: dict | None = None
     best_time_ms: float | None = None
     error: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 # ---- the command ----------------------------------------------------------------------------------
@@ -53,15 +52,27 @@ class TuneReport:
 def tune_cmd(
     file: Annotated[Path, typer.Argument(help="a Triton-language .py file (read, never executed)")],
     signature: Annotated[str, typer.Option(help="'a_ptr=*fp16,M=i32,...': types of the runtime params")],
-    launch: Annotated[Path, typer.Option(help="the launch description: a TOML file (tensors, scalars, grid)")],
-    kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="kernel name (default: the only one)")] = None,
+    launch: Annotated[
+        Path, typer.Option(help="the launch description: a TOML file (tensors, scalars, grid)")
+    ],
+    kernel: Annotated[
+        str | None, typer.Option("--kernel", "-k", help="kernel name (default: the only one)")
+    ] = None,
     target: Annotated[str, typer.Option(help="cpu or cuda:sm_XX")] = "cpu",
-    server: Annotated[str | None, typer.Option(envvar="TILEC_URL", help="the service's URL (default TILEC_URL)")] = None,
-    token: Annotated[str | None, typer.Option(envvar="TILEC_TOKEN", help="a submit token (default TILEC_TOKEN)")] = None,
+    server: Annotated[
+        str | None, typer.Option(envvar="TILEC_URL", help="the service's URL (default TILEC_URL)")
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="TILEC_TOKEN", help="a submit token (default TILEC_TOKEN)")
+    ] = None,
     strategy: Annotated[str, typer.Option(help="halving, exhaustive or random")] = "halving",
     budget: Annotated[int | None, typer.Option(min=1, help="configs to benchmark (random)")] = None,
-    constexpr: Annotated[list[str] | None, typer.Option(help="a constexpr value, e.g. GROUP=8 (repeatable)")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object instead of the table")] = False,
+    constexpr: Annotated[
+        list[str] | None, typer.Option(help="a constexpr value, e.g. GROUP=8 (repeatable)")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print one JSON object instead of the table")
+    ] = False,
 ) -> None:
     """Autotune KERNEL of FILE on TARGET: as a job on the service (--server or TILEC_URL), else here."""
     try:
@@ -172,7 +183,9 @@ def _here(tune: Tune) -> TuneReport:
 
     prepared, spec = tune.prepared, tune.spec
     with _progress(f"tuning {prepared.base.name} here ({spec.target})") as bar:
-        outcome, device = run_tune(prepared, on_plan=lambda n: bar(total=n), on_trial=lambda t: bar(advance=1))
+        outcome, device = run_tune(
+            prepared, on_plan=lambda n: bar(total=n), on_trial=lambda t: bar(advance=1)
+        )
     trials = [t.public() for t in outcome.trials]
     best = outcome.best
     job = {"state": "done", "kernel_key": prepared.kernel_key, "key": prepared.key, "dtypes": prepared.dtypes,
@@ -190,6 +203,11 @@ def _on_server(tune: Tune, url: str, token: str | None) -> TuneReport:
     with Client(url, token) as client:
         try:
             job = client.submit_tune(body)
+        except KeyboardInterrupt:
+            raise _exit(
+                130,
+                "\ntilec: interrupted while submitting; `GET /v1/tune-jobs` lists the job if it was queued",
+            ) from None
         except ServiceError as exc:
             if exc.status in (400, 413, 422):
                 raise BadInput(f"{url} refused the tune job ({exc.code}): {exc.detail}") from None
@@ -227,8 +245,8 @@ def _follow(client: Any, job: Any, name: str, url: str) -> Any:
                 job = _poll(client, job.id)
             bar(total=job.trials_planned or None, completed=job.trials_done, state=job.state)
     except KeyboardInterrupt:
-        typer.echo(f"\ntilec: job {job.id} keeps running on {url} (cancel it with POST /v1/tune-jobs/{job.id}/cancel)",
-                   err=True)  # fmt: skip
+        cancel = f"POST /v1/tune-jobs/{job.id}/cancel"
+        typer.echo(f"\ntilec: job {job.id} keeps running on {url} (to stop it: {cancel})", err=True)
         raise typer.Exit(130) from None
     return job
 
@@ -242,7 +260,9 @@ def _poll(client: Any, job_id: int) -> Any:
             return client.tune_job(job_id)
         except ServiceUnavailable as exc:
             if time.monotonic() > deadline:
-                raise _exit(1, f"tilec: lost the server following job {job_id} (it may still run): {exc}") from None
+                raise _exit(
+                    1, f"tilec: lost the server following job {job_id} (it may still run): {exc}"
+                ) from None
             time.sleep(1.0)
         except ServiceError as exc:
             raise _exit(1, f"tilec: following job {job_id}: {exc}") from None
@@ -304,9 +324,9 @@ def _table(trials: list[dict], report: TuneReport) -> Any:
     job = report.job
     title = f"{job.get('target')} · {job.get('strategy')} · key {job.get('key') or '-'} · {job.get('dtypes')}"
     table = Table(title=title, title_justify="left")
-    for name, justify in (("config", "left"), ("median ms", "right"), ("spread %", "right"), ("reps", "right"),
-                          ("status", "left"), ("reason", "left")):  # fmt: skip
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns = ("config", "median ms", "spread %", "reps", "status", "reason")
+    for name in columns:
+        table.add_column(name, justify="right" if name in ("median ms", "spread %", "reps") else "left")
     for t in trials:
         best = report.best is not None and t["config"] == report.best and t["status"] in ("ok", "cached")
         table.add_row(config_text(t["config"]), _ms(t.get("time_ms")), _spread(t), _int(t.get("reps")),

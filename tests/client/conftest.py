@@ -29,7 +29,9 @@ def _make_tokens(database_url: str) -> dict[str, str]:
     try:
         rw, _ = session_factories(engine)
         with rw() as session, session.begin():
-            return {scope: crud.create_token(session, scopes=[scope])[0] for scope in ("read", "submit", "admin")}
+            return {
+                scope: crud.create_token(session, scopes=[scope])[0] for scope in ("read", "submit", "admin")
+            }
     finally:
         engine.dispose()
 

@@ -57,7 +57,9 @@ def test_second_rank_uses_the_first_ranks_result(
     with Client(svc.url, svc.tokens["submit"]) as submitter:
         rank0 = client.jit(VADD, server=submitter)
         run(rank0, 3000)
-    assert rank0.compile_count == 2 and len(next(iter(rank0.trials.values()))) == 2, "a miss tunes both configs"
+    assert rank0.compile_count == 2 and len(next(iter(rank0.trials.values()))) == 2, (
+        "a miss tunes both configs"
+    )
 
     monkeypatch.setenv("TILEC_URL", svc.url)  # the second rank finds the server through the environment
     monkeypatch.setenv("TILEC_TOKEN", svc.tokens["read"])
@@ -151,7 +153,14 @@ def test_key_parts_equal_the_workers() -> None:
     bound = {"x_ptr": np.zeros(1000, np.float16), "out_ptr": np.zeros(1000, np.float16), "n": 1000, "s": 2.5}
     mine = k.shared_key(bound, "cpu")
     signature = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n": "i32", "s": "fp32"}
-    spec = TuneSpec(source=KEYED, name=None, signature=signature, launch=LaunchDescription.from_toml(KEYED_TOML))
+    spec = TuneSpec(
+        source=KEYED, name=None, signature=signature, launch=LaunchDescription.from_toml(KEYED_TOML)
+    )
     worker = prepare(spec)
-    assert mine == {"kernel_key": worker.kernel_key, "key": worker.key, "dtypes": worker.dtypes, "target": "cpu"}
+    assert mine == {
+        "kernel_key": worker.kernel_key,
+        "key": worker.key,
+        "dtypes": worker.dtypes,
+        "target": "cpu",
+    }
     assert mine["key"] == '{"n":1000,"x_ptr":{"shape":[1000],"dtype":"fp16"},"s":2.5}'
