@@ -13,13 +13,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 import typer
 from typer.testing import CliRunner, Result
 
+from tests.server.conftest import make_settings
 from tilec import client
 from tilec.client.cli import register
+from tilec.compiler.tune.launch import LaunchDescription
+from tilec.server.app import create_app
+from tilec.server.db.migrate import upgrade
+from tilec.wire import TuneJobCreate
 
 from .conftest import Service
 from .test_jit_shared import VADD, grid
@@ -184,3 +190,27 @@ def test_ctrl_c_leaves_the_job_running(
         assert proc.returncode == 130, err
         assert f"job {job.id} keeps running" in err and "Traceback" not in err
         assert c.tune_job(job.id).state in ("running", "done")
+
+
+async def test_async_client_tune_jobs(tmp_path: Path, files: Callable[..., tuple[Path, Path]]) -> None:
+    """AsyncClient's tune-job methods against the app in this process (ASGI transport): submit, list
+    by state and kernel, read one, cancel."""
+    url = f"sqlite:///{tmp_path / 'tilec.db'}"
+    upgrade(url)
+    app = create_app(make_settings(url, tmp_path))
+    body = TuneJobCreate(source=VADD, signature=dict(p.split("=") for p in SIG.split(",")),
+                         launch=LaunchDescription.from_toml(LAUNCH).to_json(), strategy="exhaustive")  # fmt: skip
+    try:
+        async with client.AsyncClient("http://tilec.test", transport=httpx.ASGITransport(app=app)) as c:
+            job = await c.submit_tune(body)
+            assert job.id >= 1 and job.key == '{"n":2048}' and not job.attached
+            assert [j.id for j in await c.tune_jobs(kernel=job.kernel_key)] == [job.id]
+            assert await c.tune_jobs(kernel="0" * 64) == []
+            assert (await c.tune_job(job.id)).tuning_key == job.tuning_key
+            cancelled = await c.cancel_tune(job.id)
+            assert cancelled.id == job.id and cancelled.state in ("cancelled", "done")
+            assert [j.id for j in await c.tune_jobs(state=cancelled.state)] == [job.id]
+            with pytest.raises(client.NotFoundError):
+                await c.tune_job(job.id + 1000)
+    finally:
+        app.state.tilec.close()
