@@ -215,6 +215,14 @@ def main() -> None:
     triton = triton_tune(source)
     job = tilec["job"]
     print(f"tilec tune ({args.strategy}, {target}): {tilec['seconds']:.2f} s, state {job['state']} {job['error'] or ''}")
+    from datetime import datetime
+
+    stamp = {k: datetime.fromisoformat(job[k]) for k in ("created_at", "started_at", "finished_at") if job[k]}
+    if len(stamp) == 3:
+        print(f"  submit -> job row {tilec['seconds'] - (stamp['finished_at'] - stamp['created_at']).total_seconds():.2f} s"
+              f" (registration: the kernel read in a compile child), row -> worker took it "
+              f"{(stamp['started_at'] - stamp['created_at']).total_seconds():.2f} s, "
+              f"tune {(stamp['finished_at'] - stamp['started_at']).total_seconds():.2f} s")  # fmt: skip
     print("\n".join(table(job)))
     print(f"tilec best: {job['best_config']} {job['best_time_ms']}")
     print(f"triton autotune (first call, cold cache): {triton['seconds']:.2f} s, best {triton['best']}")

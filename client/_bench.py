@@ -128,16 +128,20 @@ class CpuBench:
             raise TrialFault("fault", str(exc)) from None
 
     def device_info(self) -> dict:
-        return {
-            "gpu_model": None,
-            "driver_version": None,
-            "cuda_version": None,
-            "sm_clock_mhz": None,
-            "mem_clock_mhz": None,
-            "arch": "cpu",
-            "cpu_model": _cpu_model(),
-            "cpu_count": os.cpu_count(),
-        }
+        return cpu_device_info()
+
+
+def cpu_device_info() -> dict:
+    return {
+        "gpu_model": None,
+        "driver_version": None,
+        "cuda_version": None,
+        "sm_clock_mhz": None,
+        "mem_clock_mhz": None,
+        "arch": "cpu",
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+    }
 
 
 def _cpu_model() -> str | None:
@@ -307,29 +311,42 @@ class CudaBench:
         return replay, lambda: drv.cuGraphExecDestroy(exe)
 
     def device_info(self) -> dict:
-        """GPU model, the NVIDIA driver (kernel module) and the CUDA version it supports, the rated
-        (boost) SM and memory clocks, and the arch; None where the driver does not say."""
-        drv, rt = self.drv, self.rt
-        dev = rt.check(drv.cuDeviceGet(self.device))
-        attr = drv.CUdevice_attribute
+        return cuda_device_info(self.device)
 
-        def mhz(name: str) -> int | None:
-            a = getattr(attr, name, None)  # clock attributes may leave future drivers
-            if a is None:
-                return None
-            err, khz = drv.cuDeviceGetAttribute(a, dev)
-            return None if int(err) != 0 or khz <= 0 else round(khz / 1000)
 
-        err, name = drv.cuDeviceGetName(256, dev)
-        err_v, version = drv.cuDriverGetVersion()
-        return {
-            "gpu_model": name.split(b"\0", 1)[0].decode(errors="replace") if int(err) == 0 else None,
-            "driver_version": _nvidia_driver(),
-            "cuda_version": f"{version // 1000}.{version % 1000 // 10}" if int(err_v) == 0 else None,
-            "sm_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
-            "mem_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"),
-            "arch": f"sm_{rt.device_sm(self.device)}",
-        }
+def cuda_device_info(device: int = 0) -> dict:
+    """GPU model, the NVIDIA driver (kernel module) and the CUDA version it supports, the rated
+    (boost) SM and memory clocks, and the arch; None where the driver does not say. Needs no context,
+    so a tune's parent process asks it while the bench child is still starting."""
+    from . import _runtime_cuda as rt
+
+    drv = rt._driver()
+    rt._init()
+    dev = rt.check(drv.cuDeviceGet(device))
+    attr = drv.CUdevice_attribute
+
+    def mhz(name: str) -> int | None:
+        a = getattr(attr, name, None)  # clock attributes may leave future drivers
+        if a is None:
+            return None
+        err, khz = drv.cuDeviceGetAttribute(a, dev)
+        return None if int(err) != 0 or khz <= 0 else round(khz / 1000)
+
+    err, name = drv.cuDeviceGetName(256, dev)
+    err_v, version = drv.cuDriverGetVersion()
+    return {
+        "gpu_model": name.split(b"\0", 1)[0].decode(errors="replace") if int(err) == 0 else None,
+        "driver_version": _nvidia_driver(),
+        "cuda_version": f"{version // 1000}.{version % 1000 // 10}" if int(err_v) == 0 else None,
+        "sm_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
+        "mem_clock_mhz": mhz("CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"),
+        "arch": f"sm_{rt.device_sm(device)}",
+    }
+
+
+def device_info(target: str, device: int = 0) -> dict:
+    """What a trial records of the machine that timed it, asked in this process (no bench needed)."""
+    return cpu_device_info() if target == "cpu" else cuda_device_info(device)
 
 
 def _nvidia_driver() -> str | None:

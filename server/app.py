@@ -22,6 +22,7 @@ from tilec.wire import ErrorPublic
 from . import errors as E
 from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tune_jobs, tuning
 from .fastpath import FastPathMiddleware
+from .jobs.executor import make_executor
 from .jobs.reaper import reap
 from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
 from .settings import Settings
@@ -39,6 +40,8 @@ REFUSAL_SQLSTATES = ("22", "23", "54")
 def create_app(settings: Settings | None = None, *, state: AppState | None = None) -> FastAPI:
     settings = settings or Settings()
     state = state or AppState.open(settings)
+    if state.executor is None:
+        state.executor = make_executor(state.settings, state.rw)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -33,7 +33,7 @@ class AppState:
     blobs: BytesLRU = field(init=False)
     token_epoch: int = field(default=0, init=False)  # bumped by each revoke (see forget_token)
     reader: Engine = field(init=False)
-    executor: Any = None  # jobs.executor.Executor: in-process unless settings.broker_url is set
+    executor: Any = None  # jobs.executor.Executor (set by the app factory): in-process unless a broker is set
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -42,10 +42,6 @@ class AppState:
         self.blobs = BytesLRU(s.binary_cache_bytes)
         self.reader = reader_engine(self.engine)
         self.pool.on_waiting = self.metrics.compiles_waiting.set
-        if self.executor is None:
-            from .jobs.executor import make_executor
-
-            self.executor = make_executor(self.settings, self.rw)
 
     @classmethod
     def open(cls, settings: Settings) -> AppState:
@@ -104,6 +100,7 @@ class AppState:
         return await run_in_threadpool(self.query_sync, fn)
 
     def close(self) -> None:
-        self.executor.close()
+        if self.executor is not None:
+            self.executor.close()
         self.pool.close()
         self.engine.dispose()
