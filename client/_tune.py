@@ -46,6 +46,7 @@ class TuneSpec:
     launch_budgets: LaunchBudgets = field(default_factory=LaunchBudgets)
     full: Effort = FULL  # how long a config is timed in full, and briefly (successive halving's rounds)
     brief: Effort = BRIEF
+    graph: bool = False  # cuda: time CUDA graph replays of the launch
 
 
 @dataclass
@@ -123,6 +124,7 @@ def run_tune(
             cancelled=cancelled,
             full=prepared.spec.full,
             brief=prepared.spec.brief,
+            graph=prepared.spec.graph,
         )
         on_plan(tuner.planned())
         return tuner.run(), device

@@ -277,6 +277,7 @@ class TuneJobCreate(_Model):
     configs: list[ConfigSpec] | None = None
     config_grid: ConfigGrid | None = None
     seed: DbInt = 0
+    cuda_graph: bool = False  # time each config through CUDA graph replays of its launch
 
 
 class TuneTrialPublic(BaseModel):

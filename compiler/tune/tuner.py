@@ -173,6 +173,7 @@ class Tuner:
     cancelled: Callable[[], bool] = lambda: False
     full: Effort = FULL
     brief: Effort = BRIEF
+    graph: bool = False  # time replays of a CUDA graph of the launch (less launch overhead in the figure)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -269,7 +270,7 @@ class Tuner:
     def _time(self, t: Trial, effort: Effort) -> bool:
         """Benchmark one trial; False (with the trial failed) when its kernel faulted."""
         try:
-            timing = self.bench.time(t.artifact, t.config, **effort.kwargs())
+            timing = self.bench.time(t.artifact, t.config, graph=self.graph, **effort.kwargs())
         except Exception as exc:  # noqa: BLE001 - a fault fails this trial only
             kind = getattr(exc, "kind", "error")
             t.status, t.reason, t.time_ms = "failed", f"{kind}: {_reason(exc)}", None

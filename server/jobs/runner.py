@@ -165,6 +165,7 @@ def _spec(ctx: WorkerContext, job: TuneJob, source: str) -> TuneSpec:
         launch_budgets=LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes),
         full=replace(FULL, max_seconds=s.tune_full_seconds),
         brief=replace(BRIEF, max_seconds=s.tune_brief_seconds),
+        graph=bool(r.get("cuda_graph")),
     )
 
 

@@ -112,7 +112,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     tkey = crud.tuning_key(kernel_key=kernel.key, key=key, dtypes=dtypes, target=body.target)
     request = {
         "name": kernel.name, "signature": body.signature, "constexprs": body.constexprs,
-        "launch": launch.model_dump(mode="json"), "configs": configs, "budget": body.budget, "seed": body.seed,
+        "launch": launch.model_dump(mode="json"), "configs": configs, "budget": body.budget, "seed": body.seed, "cuda_graph": body.cuda_graph,
         "budgets": state.budgets(),
     }  # fmt: skip
     values = {"kernel_key": kernel.key, "tuning_key": tkey, "key_values": key, "dtypes": dtypes,
