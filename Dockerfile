@@ -22,7 +22,7 @@ WORKDIR /app
 # dependencies only (a layer that changes when pyproject.toml does, not when the code does)
 COPY pyproject.toml ./
 RUN python3.11 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-extra = p['optional-dependencies']; print(chr(10).join(p['dependencies'] + extra['server'] + extra['cuda']))" \
+extra = p['optional-dependencies']; print(chr(10).join(p['dependencies'] + extra['server'] + extra['cuda'] + extra['workers']))" \
         > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt
 

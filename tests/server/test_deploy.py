@@ -26,27 +26,33 @@ def env_names(env: dict) -> set[str]:
 
 def test_compose_services_and_gates() -> None:
     services = compose()["services"]
-    assert set(services) == {"db", "migrate", "api"}
+    assert set(services) == {"db", "redis", "migrate", "api", "worker"}
     assert services["db"]["image"].startswith("postgres:") and "healthcheck" in services["db"]
     assert services["api"]["image"] == services["migrate"]["image"] == "tilec:latest"
     assert services["api"]["ports"] == ["8000:8000"]
     assert services["migrate"]["command"] == ["tilec", "db", "upgrade"]
-    gates = services["api"]["depends_on"]
-    assert gates == {"db": {"condition": "service_healthy"}, "migrate": {"condition": "service_completed_successfully"}}
-    devices = services["api"]["deploy"]["resources"]["reservations"]["devices"]
+    assert services["redis"]["image"].startswith("redis:") and "healthcheck" in services["redis"]
+    for name in ("api", "worker"):
+        gates = services[name]["depends_on"]
+        assert gates == {"db": {"condition": "service_healthy"}, "redis": {"condition": "service_healthy"},
+                         "migrate": {"condition": "service_completed_successfully"}}
+    assert "deploy" not in services["api"]  # compiles need no GPU; the worker times on one
+    devices = services["worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"]
+    assert services["worker"]["image"] == "tilec:latest" and "tilec worker --target" in services["worker"]["command"][-1]
 
 
 def test_compose_environment_is_what_settings_read() -> None:
     fields = {f"TILEC_{name.upper()}" for name in Settings.model_fields}
     services = compose()["services"]
     used: set[str] = set()
-    for service in ("migrate", "api"):
+    for service in ("migrate", "api", "worker"):
         used |= env_names(services[service]["environment"])
     assert used and used <= fields, sorted(used - fields)
     api = services["api"]["environment"]
     assert api["TILEC_PORT"] == services["api"]["ports"][0].split(":")[1]
     assert api["TILEC_DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert api["TILEC_BROKER_URL"] == services["worker"]["environment"]["TILEC_BROKER_URL"] == "redis://redis:6379/0"
     db_env = services["db"]["environment"]
     assert f"{db_env['POSTGRES_USER']}:{db_env['POSTGRES_PASSWORD']}@db:5432/{db_env['POSTGRES_DB']}" in api["TILEC_DATABASE_URL"]
     # the settings parse from exactly this environment
@@ -62,12 +68,12 @@ def test_dockerfile() -> None:
     assert set(re.findall(r"\bTILEC_[A-Z_]+", text)) <= fields
     # the dependencies (read from pyproject.toml) install in a layer before the code is copied
     assert text.index("pip install -r /tmp/requirements.txt") < text.index("COPY compiler ./compiler")
-    assert "extra['server'] + extra['cuda']" in text and "COPY tilec ./tilec" in text
+    assert "extra['server'] + extra['cuda'] + extra['workers']" in text and "COPY tilec ./tilec" in text
 
 
 def test_cli_commands_used_by_the_images_exist() -> None:
     _register_all()
     runner = CliRunner()
-    for args in (["serve", "--help"], ["db", "upgrade", "--help"], ["token", "create", "--help"]):
+    for args in (["serve", "--help"], ["worker", "--help"], ["db", "upgrade", "--help"], ["token", "create", "--help"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
