@@ -313,3 +313,44 @@ class TuneJobPublic(BaseModel):
     finished_at: UtcDatetime | None = None
     attached: bool = False  # this request joined a job already queued or running for the same tuning key
     trials: list[TuneTrialPublic] = Field(default_factory=list)
+
+
+# signed manifests: what the client checks before a binary reaches the loader
+
+MANIFEST_FORMAT = "tilec-manifest/1"
+
+
+def canonical_json(value: Any) -> bytes:
+    """The bytes a manifest's signature covers: sorted keys, no spaces, UTF-8, no NaN."""
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+class ManifestBody(BaseModel):
+    """One artifact as the server vouches for it; signed as canonical_json(model_dump(mode="json"))."""
+
+    format: Literal["tilec-manifest/1"] = MANIFEST_FORMAT
+    artifact_id: str
+    kernel_key: str
+    kernel_name: str
+    tuning_key: str | None = None  # the tuning key it is the best config of, when asked for one
+    config: dict[str, Any]
+    spec: dict[str, Any]  # signature, constexprs, hints, emit
+    metadata: dict[str, Any]  # launch metadata
+    target: str
+    compiler_version: str
+    sha256: str  # of the binary
+    size: int
+
+
+class ManifestPublic(BaseModel):
+    manifest: ManifestBody
+    key_id: str | None = None  # sha256 of the raw Ed25519 public key, first 16 hex digits
+    signature: str | None = None  # base64 of the Ed25519 signature over canonical_json(manifest)
+
+
+class KeyPublic(BaseModel):
+    key_id: str
+    algorithm: Literal["ed25519"] = "ed25519"
+    public_key: str  # base64 of the 32 raw bytes
