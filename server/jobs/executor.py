@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..settings import Settings
 
 log = logging.getLogger("tilec.jobs")
+RETRY_S = 5.0  # an in-process job that could not be claimed (database down) is queued again after this
 
 
 class BrokerUnavailable(Exception):
@@ -73,8 +74,11 @@ class InProcessExecutor:
         while (job_id := self.queue.get()) is not None:
             try:
                 run_job(self.ctx, job_id)
-            except Exception:  # noqa: BLE001 - the database went away mid-job: the reaper retries it
-                log.exception("job %s: the executor could not run it", job_id)
+            except Exception:  # noqa: BLE001 - the database is away: try the job again later
+                log.exception("job %s: the executor could not run it; retrying in %s s", job_id, RETRY_S)
+                retry = threading.Timer(RETRY_S, self.queue.put, [job_id])
+                retry.daemon = True
+                retry.start()
 
     def close(self) -> None:
         self.queue.put(None)
