@@ -1,0 +1,137 @@
+"""The client's local, content-addressed cache: binaries stored by their sha256 and verified on every read
+(a corrupt or truncated file is deleted, never returned), signed manifests beside them, and an index from
+a lookup key (a tuning key, or a plain compile's specialisation) to the entry that answers it.
+
+Every write is a temporary file in the same directory and an atomic rename, so any number of processes
+share one cache directory (TILEC_CACHE_DIR, else the user cache dir) without locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tilec.wire import ManifestPublic
+
+
+def default_root() -> Path:
+    env = os.environ.get("TILEC_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tilec"))
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` at `path` so a reader sees the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class LocalCache:
+    """blobs/ab/<sha256>, manifests/<sha256>.json, index/ab/<sha256 of the lookup key>.json under `root`."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root()
+        self.corrupt = 0  # files found not to match their name (deleted)
+
+    # binaries
+
+    def blob_path(self, digest: str) -> Path:
+        if not _is_sha(digest):
+            raise ValueError(f"not a sha256: {digest!r}")
+        return self.root / "blobs" / digest[:2] / digest
+
+    def put_blob(self, data: bytes) -> str:
+        digest = sha256(data)
+        path = self.blob_path(digest)
+        if not (path.is_file() and self.get_blob(digest) is not None):
+            write_atomic(path, data)
+        return digest
+
+    def get_blob(self, digest: str) -> bytes | None:
+        """The binary whose sha256 is `digest`, read and verified; None when absent or corrupt (deleted)."""
+        path = self.blob_path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        if sha256(data) != digest:
+            self.corrupt += 1
+            path.unlink(missing_ok=True)
+            return None
+        return data
+
+    # signed manifests
+
+    def manifest_path(self, digest: str) -> Path:
+        if not _is_sha(digest):
+            raise ValueError(f"not a sha256: {digest!r}")
+        return self.root / "manifests" / f"{digest}.json"
+
+    def put_manifest(self, manifest: ManifestPublic) -> None:
+        write_atomic(self.manifest_path(manifest.manifest.sha256), manifest.model_dump_json().encode())
+
+    def get_manifest(self, digest: str) -> ManifestPublic | None:
+        path = self.manifest_path(digest)
+        try:
+            found = ManifestPublic.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except ValueError:  # not JSON, or not a manifest: gone, fetched again
+            self.corrupt += 1
+            path.unlink(missing_ok=True)
+            return None
+        if found.manifest.sha256 != digest:
+            self.corrupt += 1
+            path.unlink(missing_ok=True)
+            return None
+        return found
+
+    # the index
+
+    def index_path(self, key: str) -> Path:
+        h = sha256(key.encode())
+        return self.root / "index" / h[:2] / f"{h}.json"
+
+    def put_index(self, key: str, entry: dict[str, Any]) -> None:
+        write_atomic(self.index_path(key), json.dumps({"key": key, **entry}, sort_keys=True).encode())
+
+    def get_index(self, key: str) -> dict[str, Any] | None:
+        path = self.index_path(key)
+        try:
+            entry = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            self.corrupt += 1
+            path.unlink(missing_ok=True)
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            self.corrupt += 1
+            path.unlink(missing_ok=True)
+            return None
+        return entry
+
+    def drop_index(self, key: str) -> None:
+        self.index_path(key).unlink(missing_ok=True)
