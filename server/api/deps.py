@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
+
+from tilec.wire import INT32_MAX
 
 from .. import errors as E
 from ..db import crud
@@ -113,3 +115,7 @@ def require(scope: str) -> Any:
 TokenDep = Annotated[TokenInfo, require("read")]
 SubmitTokenDep = Annotated[TokenInfo, require("submit")]
 AdminTokenDep = Annotated[TokenInfo, require("admin")]
+
+# the paging of every listing (newest first): `limit` rows after skipping `offset`
+PageLimit = Annotated[int, Query(ge=1, le=1000, description="rows per page (1..1000)")]
+PageOffset = Annotated[int, Query(ge=0, le=INT32_MAX, description="rows to skip")]

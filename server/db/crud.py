@@ -184,17 +184,20 @@ def _put_result(
     )
 
 
-def _lookup_statement() -> Select:
-    """Built once: the tuning result, its trial count and its artifact's metadata (columns prefixed
-    `artifact_`), by primary key, outer-joined; plain Core columns, so no ORM objects are made."""
+def _result_statement() -> Select:
+    """The tuning result, its trial count and its artifact's metadata (columns prefixed `artifact_`),
+    outer-joined; plain Core columns, so no ORM objects are made."""
     results, artifacts, trials = TuningResult.__table__, Artifact.__table__, Trial.__table__
     count = select(func.count()).where(trials.c.tuning_key == results.c.tuning_key).scalar_subquery()
     meta = [artifacts.c[name].label("artifact_" + name) for name in ARTIFACT_META]
-    return (
-        select(*(results.c[name] for name in LOOKUP_RESULT), count.label("trials"), *meta)
-        .select_from(results.outerjoin(artifacts, artifacts.c.key == results.c.artifact_key))
-        .where(results.c.tuning_key == bindparam("tkey"))
+    return select(*(results.c[name] for name in LOOKUP_RESULT), count.label("trials"), *meta).select_from(
+        results.outerjoin(artifacts, artifacts.c.key == results.c.artifact_key)
     )
+
+
+def _lookup_statement() -> Select:
+    """Built once: _result_statement by primary key."""
+    return _result_statement().where(TuningResult.__table__.c.tuning_key == bindparam("tkey"))
 
 
 LOOKUP_RESULT = ("tuning_key", "kernel_key", "key_values", "dtypes", "target", "best_config", "best_time_ms")
@@ -207,8 +210,10 @@ def lookup(conn: Connection, *, tkey: str) -> tuple[Row, SimpleNamespace | None]
     """The best config of a tuning key with its trial count, and its artifact's metadata (attributes
     named as on Artifact) or None: one query over two primary keys and the trials' unique index."""
     row = conn.execute(_LOOKUP, {"tkey": tkey}).first()
-    if row is None:
-        return None
+    return None if row is None else _with_artifact(row)
+
+
+def _with_artifact(row: Row) -> tuple[Row, SimpleNamespace | None]:
     m = row._mapping
     if m["artifact_key"] is None:
         return row, None
@@ -265,3 +270,84 @@ def revoke_token(session: Session, *, token_id: int) -> Token | None:
 def find_token(session: Session, *, token: str) -> Token | None:
     row = session.scalars(select(Token).where(Token.token_hash == hash_token(token))).first()
     return None if row is None or row.revoked_at is not None else row
+
+
+# listings: newest first, a page at a time; each has a keys-only twin, to read a page row by row when
+# one of its rows cannot be read back (a bad value breaks the whole fetch on SQLite)
+
+KERNEL_SUMMARY = ("key", "name", "kind", "info")  # no source, no IR: a listing stays small
+
+
+def _page(stmt: Select, *, limit: int, offset: int) -> Select:
+    return stmt.limit(limit).offset(offset)
+
+
+def _kernels_select(*columns: Any) -> Select:
+    kernels = Kernel.__table__
+    return select(*columns).order_by(kernels.c.created_at.desc(), kernels.c.key)
+
+
+def list_kernels(session: Session, *, limit: int, offset: int) -> list[Row]:
+    """(key, name, kind, info) of a page of kernels, newest first."""
+    columns = [Kernel.__table__.c[name] for name in KERNEL_SUMMARY]
+    return list(session.execute(_page(_kernels_select(*columns), limit=limit, offset=offset)).all())
+
+
+def list_kernel_keys(session: Session, *, limit: int, offset: int) -> list[str]:
+    stmt = _page(_kernels_select(Kernel.__table__.c.key), limit=limit, offset=offset)
+    return list(session.scalars(stmt).all())
+
+
+def get_kernel_summary(session: Session, *, key: str) -> Row | None:
+    kernels = Kernel.__table__
+    columns = [kernels.c[name] for name in KERNEL_SUMMARY]
+    return session.execute(select(*columns).where(kernels.c.key == key)).first()
+
+
+def _artifacts_where(stmt: Select, *, kernel: str | None, target: str | None) -> Select:
+    if kernel is not None:
+        stmt = stmt.where(Artifact.kernel_key == kernel)
+    if target is not None:
+        stmt = stmt.where(Artifact.target == target)
+    return stmt.order_by(Artifact.created_at.desc(), Artifact.key)
+
+
+def list_artifacts(
+    session: Session, *, kernel: str | None, target: str | None, limit: int, offset: int
+) -> list[Artifact]:
+    """A page of artifacts without their bytes, texts and spec (what artifact_public needs), newest first."""
+    deferred = (*ARTIFACT_TEXT_COLUMNS, Artifact.spec)
+    stmt = select(Artifact).options(*(defer(c) for c in deferred))
+    stmt = _page(_artifacts_where(stmt, kernel=kernel, target=target), limit=limit, offset=offset)
+    return list(session.scalars(stmt).all())
+
+
+def list_artifact_keys(
+    session: Session, *, kernel: str | None, target: str | None, limit: int, offset: int
+) -> list[str]:
+    stmt = _artifacts_where(select(Artifact.key), kernel=kernel, target=target)
+    return list(session.scalars(_page(stmt, limit=limit, offset=offset)).all())
+
+
+def _results_where(stmt: Select, *, kernel: str | None, target: str | None) -> Select:
+    results = TuningResult.__table__
+    if kernel is not None:
+        stmt = stmt.where(results.c.kernel_key == kernel)
+    if target is not None:
+        stmt = stmt.where(results.c.target == target)
+    return stmt.order_by(results.c.updated_at.desc(), results.c.tuning_key)
+
+
+def list_tuning_results(
+    conn: Connection, *, kernel: str | None, target: str | None, limit: int, offset: int
+) -> list[tuple[Row, SimpleNamespace | None]]:
+    """A page of tuning results, most recently improved first, each as crud.lookup answers it."""
+    stmt = _results_where(_result_statement(), kernel=kernel, target=target)
+    return [_with_artifact(row) for row in conn.execute(_page(stmt, limit=limit, offset=offset)).all()]
+
+
+def list_tuning_keys(
+    conn: Connection, *, kernel: str | None, target: str | None, limit: int, offset: int
+) -> list[str]:
+    stmt = _results_where(select(TuningResult.__table__.c.tuning_key), kernel=kernel, target=target)
+    return list(conn.execute(_page(stmt, limit=limit, offset=offset)).scalars().all())

@@ -1,4 +1,5 @@
 """GET|HEAD /v1/artifacts/{id} and /v1/artifacts/{id}/{form}: immutable, ETag = sha256 of the body.
+GET /v1/artifacts: a page of artifacts (metadata), newest first, by kernel and target.
 
 A form (binary or text) whose bytes no longer match its own stored sha256, or a row that cannot be read
 back, is never served: it is rebuilt first, or is a miss when it cannot be.
@@ -6,17 +7,21 @@ back, is never served: it is rebuilt first, or is a miss when it cannot be.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
 from tilec.wire import ArtifactForm, ArtifactPublic, ErrorPublic, Text
 
 from ... import errors as E
 from ...db import crud
+from ...db.models import Artifact
+from ...metrics import Metrics
 from ...reads import FORM_READ, read_form
-from ...service import UNREADABLE, artifact_public, rebuild, sha256, unreadable
+from ...service import UNREADABLE, artifact_public, check_target, rebuild, sha256, unreadable
 from ...state import AppState
-from ..deps import StateDep, TokenDep
+from ..deps import PageLimit, PageOffset, ReadSessionDep, StateDep, TokenDep
 
 router = APIRouter(prefix="/artifacts", tags=["artifacts"])
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -100,3 +105,42 @@ async def get_artifact_form(
     body, digest = await _load_form(state, artifact_id, form, first)
     media = "application/octet-stream" if form in ("cubin", "object") else "text/plain; charset=utf-8"
     return _respond(request, body, digest, media)
+
+
+@router.get("", response_model=list[ArtifactPublic], responses={422: {"model": ErrorPublic}})
+def list_artifacts(
+    session: ReadSessionDep,
+    state: StateDep,
+    _token: TokenDep,
+    kernel: Annotated[Text | None, Query(min_length=1, max_length=128, description="a kernel key")] = None,
+    target: Annotated[Text | None, Query(max_length=32, description="cpu or cuda:sm_XX")] = None,
+    limit: PageLimit = 100,
+    offset: PageOffset = 0,
+) -> list[ArtifactPublic]:
+    """A page of artifacts (metadata, no bytes), newest first, of one kernel and/or target when asked;
+    a row that cannot be read back is left out (and counted): GET it by id to have it rebuilt."""
+    if target is not None:
+        check_target(target)
+    page = {"kernel": kernel, "target": target, "limit": limit, "offset": offset}
+    try:
+        rows: list[Artifact | None] = list(crud.list_artifacts(session, **page))
+    except UNREADABLE:  # one row broke the whole fetch: read the page row by row
+        rows = [_read_meta(session, state.metrics, key) for key in crud.list_artifact_keys(session, **page)]
+    listed = [_listed_artifact(state.metrics, row) for row in rows if row is not None]
+    return [a for a in listed if a is not None]
+
+
+def _read_meta(session: Session, metrics: Metrics, key: str) -> Artifact | None:
+    try:
+        return crud.get_artifact_meta(session, key=key)
+    except UNREADABLE:
+        unreadable(metrics, "artifacts")
+        return None
+
+
+def _listed_artifact(metrics: Metrics, row: Artifact) -> ArtifactPublic | None:
+    try:
+        return artifact_public(row, cached=True)
+    except UNREADABLE:
+        unreadable(metrics, "artifacts")
+        return None

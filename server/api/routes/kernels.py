@@ -1,14 +1,21 @@
-"""POST /v1/kernels (source or IR -> kernel key, params, IR when it can be built); GET /v1/kernels/{key}."""
+"""POST /v1/kernels (source or IR -> kernel key, params, IR when it can be built); GET /v1/kernels/{key};
+GET /v1/kernels (a page of them, newest first, without their IR)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from fastapi import APIRouter
+from sqlalchemy import Row
+from sqlalchemy.orm import Session
 
 from tilec.wire import ErrorPublic, KernelCreate, KernelPublic, Text
 
 from ... import errors as E
-from ...service import check_input, kernel_public, read_kernel, register_kernel
-from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ...db import crud
+from ...metrics import Metrics
+from ...service import UNREADABLE, check_input, kernel_public, read_kernel, register_kernel, unreadable
+from ..deps import PageLimit, PageOffset, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/kernels", tags=["kernels"])
 
@@ -31,3 +38,34 @@ def get_kernel(key: Text, session: ReadSessionDep, state: StateDep, _token: Toke
     if row is None:
         raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=key), missing="kernel")
     return kernel_public(row)
+
+
+@router.get("", response_model=list[KernelPublic])
+def list_kernels(
+    session: ReadSessionDep, state: StateDep, _token: TokenDep, limit: PageLimit = 100, offset: PageOffset = 0
+) -> list[KernelPublic]:
+    """A page of kernels, newest first, without their IR; a row that cannot be read back is left out
+    (and counted)."""
+    try:
+        rows: list[Row | None] = list(crud.list_kernels(session, limit=limit, offset=offset))
+    except UNREADABLE:  # one row broke the whole fetch: read the page row by row
+        keys = crud.list_kernel_keys(session, limit=limit, offset=offset)
+        rows = [_read_summary(session, state.metrics, key) for key in keys]
+    listed = [_summary(state.metrics, row) for row in rows if row is not None]
+    return [k for k in listed if k is not None]
+
+
+def _read_summary(session: Session, metrics: Metrics, key: str) -> Row | None:
+    try:
+        return crud.get_kernel_summary(session, key=key)
+    except UNREADABLE:
+        unreadable(metrics, "kernels")
+        return None
+
+
+def _summary(metrics: Metrics, row: Row) -> KernelPublic | None:
+    try:
+        return kernel_public(SimpleNamespace(**row._mapping, ir=None))  # type: ignore[arg-type]
+    except UNREADABLE:
+        unreadable(metrics, "kernels")
+        return None

@@ -1,8 +1,12 @@
-"""POST /v1/tuning-results (trials for a tuning key; the best trial wins) and GET its trials."""
+"""POST /v1/tuning-results (trials for a tuning key; the best trial wins), GET its trials, and GET a page of
+the results (each as /v1/lookup answers it)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from sqlalchemy import Connection, Row
 from sqlalchemy.orm import Session
 
 from tilec.wire import ErrorPublic, LookupPublic, Text, TrialPublic, TuningResultCreate, TuningResultPublic
@@ -13,7 +17,7 @@ from ...db.models import Trial
 from ...metrics import Metrics
 from ...reads import lookup_public
 from ...service import UNREADABLE, check_target, link_mismatch, normalize_config, stored_config, unreadable
-from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import PageLimit, PageOffset, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/tuning-results", tags=["tuning"])
 
@@ -124,4 +128,46 @@ def _trial_public(metrics: Metrics, t: Trial) -> TrialPublic | None:
         )
     except UNREADABLE:
         unreadable(metrics, "trials")
+        return None
+
+
+@router.get("", response_model=list[LookupPublic], responses={422: {"model": ErrorPublic}})
+def list_results(
+    session: ReadSessionDep,
+    state: StateDep,
+    _token: TokenDep,
+    kernel: Annotated[Text | None, Query(min_length=1, max_length=128, description="a kernel key")] = None,
+    target: Annotated[Text | None, Query(max_length=32, description="cpu or cuda:sm_XX")] = None,
+    limit: PageLimit = 100,
+    offset: PageOffset = 0,
+) -> list[LookupPublic]:
+    """A page of tuning results, the most recently improved first, of one kernel and/or target when
+    asked; each with its best artifact as /v1/lookup serves it. One that cannot be read back is left out
+    (and counted)."""
+    if target is not None:
+        check_target(target)
+    conn = session.connection()
+    page = {"kernel": kernel, "target": target, "limit": limit, "offset": offset}
+    try:
+        found = crud.list_tuning_results(conn, **page)
+    except UNREADABLE:  # one row broke the whole fetch: read the page row by row
+        keys = crud.list_tuning_keys(conn, **page)
+        found = [r for key in keys if (r := _read_lookup(conn, state.metrics, key)) is not None]
+    listed = [_listed_result(state.metrics, *row) for row in found]
+    return [r for r in listed if r is not None]
+
+
+def _read_lookup(conn: Connection, metrics: Metrics, tkey: str) -> tuple | None:
+    try:
+        return crud.lookup(conn, tkey=tkey)
+    except UNREADABLE:
+        unreadable(metrics, "tuning_results")
+        return None
+
+
+def _listed_result(metrics: Metrics, result: Row, artifact: Any) -> LookupPublic | None:
+    try:
+        return lookup_public(metrics, result, artifact)
+    except UNREADABLE:
+        unreadable(metrics, "tuning_results")
         return None
