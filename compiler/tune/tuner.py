@@ -272,8 +272,9 @@ class Tuner:
         try:
             timing = self.bench.time(t.artifact, t.config, graph=self.graph, **effort.kwargs())
         except Exception as exc:  # noqa: BLE001 - a fault fails this trial only
-            kind = getattr(exc, "kind", "error")
-            t.status, t.reason, t.time_ms = "failed", f"{kind}: {_reason(exc)}", None
+            kind, text = getattr(exc, "kind", "error"), _reason(exc)
+            reason = text if text.startswith(f"{kind}: ") else f"{kind}: {text}"  # TrialFault names its kind
+            t.status, t.reason, t.time_ms = "failed", reason, None
             return False
         t.time_ms, t.lo_ms, t.hi_ms, t.reps = timing.median_ms, timing.lo_ms, timing.hi_ms, timing.reps
         return True
