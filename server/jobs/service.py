@@ -139,15 +139,19 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
 
 
 def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[list[dict], dict | None] | None:
-    """When every config has a trial for this key (timed in full, or stopped by a strategy): those trials
-    (as "cached" or "stopped") and the best."""
-    rows = {r.config_hash: r for r in store.stored_trials(session, tkey=tkey, any_model=True)}
+    """When one GPU model has a trial of every config for this key (timed in full, or stopped by a
+    strategy): those trials (as "cached" or "stopped") and the fastest of them. Trials of different GPU
+    models are never mixed: a key tuned on one model and partly on another is tuned again."""
+    by_model: dict[str | None, dict[str, Any]] = {}
+    for r in store.stored_trials(session, tkey=tkey, any_model=True):
+        by_model.setdefault(r.gpu_model, {})[r.config_hash] = r
     hashes = [space.config_hash(c) for c in configs]
-    if not rows or any(h not in rows for h in hashes):
+    rows = next((m for m in by_model.values() if all(h in m for h in hashes)), None)
+    if rows is None:
         return None
     trials = [{"config": rows[h].config, "status": EARLIER[rows[h].status][0], "reason": EARLIER[rows[h].status][1],
                "time_ms": rows[h].time_ms, "lo_ms": rows[h].lo_ms, "hi_ms": rows[h].hi_ms, "reps": rows[h].reps,
                "gpu_model": rows[h].gpu_model, "artifact_id": rows[h].artifact_key} for h in hashes]  # fmt: skip
-    found = crud.lookup(session.connection(), tkey=tkey)
-    best = found and {"config": found[0].best_config, "time_ms": found[0].best_time_ms}
-    return trials, best
+    timed = [rows[h] for h in hashes if rows[h].status == "ok"]
+    fastest = min(timed, key=lambda r: r.time_ms, default=None)
+    return trials, fastest and {"config": fastest.config, "time_ms": fastest.time_ms}
