@@ -204,7 +204,8 @@ class Tuner:
         trials: list[Trial] = []
         for t in settled:
             self._record(trials, t)
-        first = self.brief if self.strategy == "halving" else self.full
+        halving = self.strategy == "halving"
+        first = self.brief if halving else self.full
         built: list[Trial] = []  # compiled, waiting for the spill check or timed
         requests = [config_request(self.base, c) for c in todo]
         for index, result in self.compiler(requests):
@@ -217,7 +218,7 @@ class Tuner:
                 built.append(Trial(config, "ok", artifact=result))
         # a config that spills when another does not is pruned before it is timed
         clean = any(spills(t.artifact.metadata) == 0 for t in built if t.artifact is not None)
-        timed: list[Trial] = []
+        timed: list[Trial] = []  # halving: briefly timed, waiting for the rounds
         for t in built:
             n = spills(t.artifact.metadata) if t.artifact is not None else 0
             if clean and n:
@@ -225,16 +226,12 @@ class Tuner:
                 self._record(trials, t)
             elif self.cancelled():
                 return Outcome(trials, cancelled=True)
-            elif self._time(t, first):
+            elif self._time(t, first) and halving:
                 timed.append(t)
-            else:
+            else:  # failed, or timed in full: recorded now (progress shows it, and a cancel keeps it)
                 self._record(trials, t)
-        if self.strategy == "halving":
-            if not self._halve(trials, timed):
-                return Outcome(trials, cancelled=True)
-        else:
-            for t in timed:
-                self._record(trials, t)
+        if halving and not self._halve(trials, timed):
+            return Outcome(trials, cancelled=True)
         return Outcome(trials)
 
     def _halve(self, trials: list[Trial], alive: list[Trial]) -> bool:
