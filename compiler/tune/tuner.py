@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..artifact import Artifact
+from ..errors import CompileError
 from ..request import CompileRequest
 from .space import config_hash, prune_after_compile, prune_before_compile, prune_shared, spills
 
@@ -88,6 +89,9 @@ class Bench(Protocol):
     def time(self, art: Artifact, config: dict, **effort: Any) -> Any: ...
 
 
+_SHARED_REFUSAL = "bytes of shared memory"  # in the cuda lowering's CompileError (backends/cuda/memory.py)
+
+
 class Pruned(Exception):
     """A config stopped during its compile because the target cannot run it."""
 
@@ -114,6 +118,12 @@ def compile_config(request: CompileRequest) -> Artifact | str:
         art = compile_request(request, after_stage=check)
     except Pruned as exc:
         return str(exc)
+    except CompileError as exc:
+        # the cuda lowering refuses a block past the shared memory of every arch while it plans it, before
+        # after_stage sees the plan: such a config is past the target's resources like the ones above
+        if _SHARED_REFUSAL in exc.message:
+            return exc.message
+        raise
     return prune_after_compile(art.metadata) or art
 
 
