@@ -38,6 +38,9 @@ class CompileError(Exception):
             out += f"\n{text}\n{' ' * max(col - 1, 0)}^"
         return out
 
+    def __reduce__(self):  # noqa: ANN204 - pickled (a compile worker's error) with its fields, not its text
+        return _rebuild, (type(self), self.message, self.filename, self.line, self.col, self.source_line)
+
     def to_dict(self) -> dict:
         return {
             "message": self.message,
@@ -46,6 +49,10 @@ class CompileError(Exception):
             "col": self.col,
             "excerpt": self.render().split("\n", 1)[1] if self.source_line is not None else None,
         }
+
+
+def _rebuild(cls: type, message: str, filename: str, line: int | None, col: int | None, source_line: str | None):  # noqa: ANN202
+    return cls(message, filename=filename, line=line, col=col, source_line=source_line)
 
 
 class UnsupportedSyntaxError(CompileError):

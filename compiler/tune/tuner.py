@@ -9,8 +9,9 @@ How each strategy spends its time:
   the configs left out are not compiled and not recorded.
 - halving (successive halving): every config is timed briefly (a loose interval, few repetitions);
   the fastest third go on to a longer round, and so on until at most two remain, which are timed to
-  full precision. The configs a round drops keep their brief time, marked "stopped". Benchmarking
-  starts with the first finished compile, while the others still compile.
+  full precision. The configs a round drops keep their brief time, marked "stopped".
+All configs compile (in parallel) before the first is timed: the spill rule compares them. What overlaps
+the compiles is the caller's bench start-up (client/_tune.py starts its bench child first).
 
 Benchmarking is the caller's: `bench.time(artifact, config, rel=, min_reps=, max_reps=, max_seconds=)`
 returns a compiler.tune.stats.Timing or raises (a faulting kernel fails its trial, not the tune).

@@ -205,8 +205,6 @@ def test_process_pool_compiler_yields_every_index_once() -> None:
     assert list(process_pool_compiler(2)([])) == []
 
 
-@pytest.mark.xfail(strict=True, reason="CompileError unpickles through __init__(rendered text): str() of the "
-                   "child's error reads '<source>: <source>:9:29: ...' (compiler/errors.py)")  # fmt: skip
 def test_a_compile_error_from_the_pool_reads_as_in_process() -> None:
     request = config_request(ADD, block(BAD_BLOCK))
     with pytest.raises(CompileError) as here:
