@@ -5,6 +5,12 @@ artifact for that specialisation from an in-memory cache. Autotuned kernels time
 actual arguments (restoring every array between trials) and keep the winner per autotune key. With a
 server (`jit(..., server=)` or TILEC_URL), an autotuned kernel reads the shared tuning result first and
 only tunes on a miss, then publishes what it measured: every rank of a job launches the same config.
+
+With a server, every build (a plain kernel's specialisation, an autotuned kernel's chosen config) comes
+from the local disk cache when it holds it (no network call), else from the server (POST /v1/compile, or
+the tuning result's own build), its signed manifest and binary verified before the runtime sees them and
+then kept in the local cache. A server that cannot be reached or may not compile (a read-only token)
+leaves the build to this process, as without one; a build that fails verification is an error.
 """
 
 from __future__ import annotations
@@ -42,8 +48,12 @@ def _read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
 class JITKernel:
     """A kernel read from source; index it with a grid to launch."""
 
-    def __init__(self, source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None):
-        """`server`: a Client or a URL whose tuning results an autotuned kernel shares; None: none."""
+    def __init__(
+        self, source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None,
+        trusted_keys: Any = None, cache: Any = None,
+    ) -> None:  # fmt: skip
+        """`server`: a Client or a URL that builds and shares (None: none); `trusted_keys`: TrustedKeys or
+        their text (None: TILEC_TRUSTED_KEYS); `cache`: a LocalCache or its directory (None: the default)."""
         from tilec.compiler.frontend import read_kernel
 
         self.source, filename = _read_source(source_or_path)
@@ -52,9 +62,13 @@ class JITKernel:
         self.params = self.ks.params
         self.cache: dict[tuple, Artifact] = {}
         self.best_configs: dict[tuple, Any] = {}
-        self.compile_count = 0
+        self.compile_count = 0  # artifacts this kernel obtained: compiled here, read from disk or fetched
+        self.obtained = {"here": 0, "disk": 0, "server": 0}  # ... and where from
         self.trials: dict[tuple, list[tuple[dict, float]]] = {}
         self.shared = SharedResults(server) if server is not None else None
+        self.builds = ServerBuilds(self.shared, trusted_keys, cache) if self.shared is not None else None
+        # tuning key -> (its parts as the service has them, the server's lookup answer)
+        self._tuned: dict[tuple, tuple[dict, Any]] = {}
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         return lambda *args, **kwargs: self.run(grid, args, kwargs)
@@ -112,7 +126,11 @@ class JITKernel:
         """The parameters passed at launch: not constexpr, and not None (None specialises as a constant)."""
         return [p.name for p in self.params if not p.constexpr and full[p.name] is not None]
 
-    def artifact(self, full: dict[str, Any], options: CompileOptions) -> Artifact:
+    def artifact(self, full: dict[str, Any], options: CompileOptions, *, config: Any = None,
+                 remote: bool = True, tuned: tuple[dict, Any] | None = None) -> Artifact:  # fmt: skip
+        """The artifact for this specialisation: from memory, else (with a server, unless `remote` is False)
+        the local disk cache or the server, else compiled here. `config`: the autotune config whose kwargs
+        are among the constexprs; `tuned`: the shared tuning key's parts and its result's build."""
         specs, constexprs = self.specialisation(full)
         key = (
             tuple(sorted(specs.items())),
@@ -121,13 +139,34 @@ class JITKernel:
         )
         art = self.cache.get(key)
         if art is None:
-            signature = {n: s.type for n, s in specs.items()}
-            hints = {n: dict(s.hints) for n, s in specs.items() if s.hints}
-            art = compile_kernel(self.source, self.name, signature=signature, constexprs=constexprs, hints=hints,
-                                 options=options, emit="object" if options.target == "cpu" else "cubin")  # fmt: skip
+            build = self._build(specs, constexprs, options, config) if remote and self.builds else None
+            art, where = self.builds.get(build, self.source, self.name, tuned) if build else (None, "here")
+            if art is None:
+                signature = {n: s.type for n, s in specs.items()}
+                hints = {n: dict(s.hints) for n, s in specs.items() if s.hints}
+                art = compile_kernel(self.source, self.name, signature=signature, constexprs=constexprs, hints=hints,
+                                     options=options, emit="object" if options.target == "cpu" else "cubin")  # fmt: skip
+            self.obtained[where] += 1
             self.compile_count += 1
             self.cache[key] = art
         return art
+
+    def _build(self, specs: dict[str, ArgSpec], constexprs: dict[str, Any], options: CompileOptions,
+               config: Any) -> Any:  # fmt: skip
+        """The build as the service names it, or None when a constexpr has no wire form (None, an object)."""
+        from ._fetch import Build, normal_config
+
+        if not all(_wire_value(v) for v in constexprs.values()):
+            return None
+        tuned = set(config.kwargs) if config is not None else set()
+        return Build(
+            kernel_key=self.ks.key,
+            signature={n: s.type for n, s in specs.items()},
+            constexprs={k: v for k, v in constexprs.items() if k not in tuned},
+            hints={n: dict(s.hints) for n, s in specs.items() if s.hints},
+            config=normal_config({k: constexprs[k] for k in tuned}, options.num_warps, options.num_stages),
+            target=options.target,
+        )
 
     # ---- launch ------------------------------------------------------------------------------------
 
@@ -148,9 +187,10 @@ class JITKernel:
             self.__dict__.setdefault("_cuda_fast", FastPath(self.params))
             self._cuda_fast.remember(args, kwargs, self.runtime_names(full), art, full)
 
-    def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str) -> Artifact:
+    def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
+        """One launch; `how` goes to artifact() (config, remote, tuned)."""
         options = CompileOptions(target="cpu" if target == "cpu" else target, **opts)
-        art = self.artifact(full, options)
+        art = self.artifact(full, options, **how)
         g = check_grid(grid, full)
         runtime_args = [full[n] for n in self.runtime_names(full)]
         launch(options.target, art, runtime_args, g)
@@ -194,15 +234,21 @@ class JITKernel:
         if cfg is None:
             cfg = self._choose(grid, bound, opts, target, key)
         full, cfg_opts = self._config_args(bound, cfg)
-        self._run_once(grid, full, {**cfg_opts, **opts}, target)
+        self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
 
     def _choose(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> Any:
         """The config for a new tuning key: the server's shared result, else a local tune (published)."""
         if self.shared is None:
             return self._tune(grid, bound, opts, target, key)[0]
         where = self.shared_key(bound, target)
-        found = self.shared.lookup(where)
+        self._tuned[key] = (where, None)
+        kept = self.builds.tuned_config(where) if self.builds is not None else None
+        if kept is not None:  # a fresh process's first launch: a file read, no lookup
+            self.best_configs[key] = kept
+            return kept
+        found, result = self.shared.lookup_result(where)
         if found is not None:
+            self._tuned[key] = (where, result)
             self.best_configs[key] = found
             return found
         best, timings = self._tune(grid, bound, opts, target, key)
@@ -211,7 +257,9 @@ class JITKernel:
             self.best_configs[key] = best = agreed
         return best
 
-    def _tune(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> tuple[Any, list]:
+    def _tune(
+        self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple
+    ) -> tuple[Any, list]:
         """Time every config on the actual arguments. Every array argument (NumPy, torch, CuPy) is restored
         after each trial run, so tuning leaves them as the one real run after it finds them; the decorator's
         reset_to_zero arguments are zeroed before each run, the real one included."""
@@ -219,7 +267,9 @@ class JITKernel:
         saved = {k: (v, snap) for k, v in bound.items() if (snap := _snapshot(v)) is not None}
         unknown = sorted(set(spec.reset_to_zero) - set(saved))
         if unknown:
-            raise ArgumentError(f"autotune reset_to_zero names {unknown}, which are not array arguments given")
+            raise ArgumentError(
+                f"autotune reset_to_zero names {unknown}, which are not array arguments given"
+            )
         zero = [bound[k] for k in spec.reset_to_zero]
         timings = []
         for cfg in spec.configs:
@@ -228,7 +278,7 @@ class JITKernel:
             for trial in range(_TRIALS + 1):  # the first run compiles and is not timed
                 _zero(zero)
                 t0 = time.perf_counter()
-                self._run_once(grid, full, {**cfg_opts, **opts}, target)
+                self._run_once(grid, full, {**cfg_opts, **opts}, target, remote=False)  # trials build here
                 _synchronize(target)
                 if trial:
                     times.append(time.perf_counter() - t0)
@@ -268,21 +318,30 @@ class SharedResults:
 
     def lookup(self, where: dict[str, str]) -> ConfigSpec | None:
         """The shared best config for this tuning key, or None (a miss, or no usable server)."""
+        return self.lookup_result(where)[0]
+
+    def lookup_result(self, where: dict[str, str]) -> tuple[ConfigSpec | None, Any]:
+        """The shared best config for this tuning key and the server's answer (LookupPublic), or Nones."""
         from ._client import ServiceError
 
         if not self.reachable:
-            return None
+            return None, None
         try:
-            found = self.client().lookup(where["kernel_key"], where["target"], key=where["key"], dtypes=where["dtypes"])
+            found = self.client().lookup(
+                where["kernel_key"], where["target"], key=where["key"], dtypes=where["dtypes"]
+            )
         except ServiceError as exc:
             self._failed(exc, "could not read the shared tuning result; tuning locally")
-            return None
+            return None, None
         if found is None:
-            return None
+            return None, None
         config = _config(found.config)
         if config is None:
-            self._warn(f"the server's tuning result holds no usable config ({found.config!r}); tuning locally")
-        return config
+            self._warn(
+                f"the server's tuning result holds no usable config ({found.config!r}); tuning locally"
+            )
+            return None, None
+        return config, found
 
     def publish(self, source: str, name: str, where: dict[str, str], timings: list) -> ConfigSpec | None:
         """Record every timed config; the service's best config for the key afterwards, or None when the
@@ -325,6 +384,152 @@ class SharedResults:
         warnings.warn(message, stacklevel=8)  # the frame that launched the kernel (k[grid](...))
 
 
+class ServerBuilds:
+    """A kernel's builds from the local disk cache or the server. Every binary is verified against its
+    signed manifest (pinned keys: `trusted_keys`, else TILEC_TRUSTED_KEYS) and the manifest checked to be
+    the build asked for, before the runtime sees it; a failed check raises. A server that cannot be
+    reached, or refuses to compile (a read-only token), leaves the build to this process (None)."""
+
+    def __init__(self, shared: SharedResults, trusted_keys: Any = None, cache: Any = None) -> None:
+        self.shared = shared
+        self._trusted_given = trusted_keys
+        self._trusted: Any = None
+        self._trusted_ready = False
+        self._cache_given = cache
+        self._cache: Any = None
+        self.compiling = True  # False once the server refused a compile (a token without the submit scope)
+
+    def trusted(self) -> Any:
+        """The pinned keys (TrustedKeys), or None when none are: then verify() warns once and checks the rest."""
+        if not self._trusted_ready:
+            from ._verify import TrustedKeys
+
+            given = self._trusted_given
+            self._trusted = TrustedKeys.parse(given, "trusted_keys") if isinstance(given, str) else given
+            if self._trusted is None:
+                self._trusted = TrustedKeys.from_env()
+            self._trusted_ready = True
+        return self._trusted
+
+    @property
+    def local(self) -> Any:
+        if self._cache is None:
+            from ._cache import LocalCache
+
+            given = self._cache_given
+            self._cache = given if isinstance(given, LocalCache) else LocalCache(given)
+        return self._cache
+
+    # an autotuned kernel's config per tuning key
+
+    @staticmethod
+    def _tuning_index(where: dict[str, str]) -> str:
+        from tilec.wire import canonical_json
+
+        return canonical_json({"tuning": where}).decode()
+
+    def tuned_config(self, where: dict[str, str]) -> ConfigSpec | None:
+        """The config this cache holds for a tuning key (written when its build was kept), or None."""
+        entry = self.local.get_index(self._tuning_index(where))
+        return _config(entry.get("config")) if entry is not None else None
+
+    # builds
+
+    def get(
+        self, build: Any, source: str, name: str, tuned: tuple[dict, Any] | None = None
+    ) -> tuple[Artifact | None, str]:
+        """(the verified artifact, "disk" or "server"), or (None, "here") when this process is to build it.
+        `tuned`: the tuning key's parts and the server's answer for it, when the build is that key's config."""
+        from ._client import AuthError, ServiceError
+
+        art, entry = self._from_disk(build)
+        where = "disk"
+        if art is None and self.shared.reachable:
+            where = "server"
+            try:
+                art = self._from_server(build, source, name, entry, tuned[1] if tuned else None)
+            except AuthError as exc:
+                if exc.status == 403:  # a read-only token: the server serves what exists and builds nothing
+                    self.compiling = False
+                else:
+                    self.shared._failed(exc, "could not fetch the build; compiling locally")
+            except ServiceError as exc:
+                self.shared._failed(exc, "could not fetch the build; compiling locally")
+        if art is None:
+            return None, "here"
+        if tuned is not None:
+            self.local.put_index(self._tuning_index(tuned[0]), {"config": build.config})
+        return art, where
+
+    def _from_disk(self, build: Any) -> tuple[Artifact | None, dict | None]:
+        """The build from the local cache, verified; (None, the index entry) when a file of it is gone or
+        was corrupt (deleted by the cache): the entry still names the artifact to fetch again."""
+        from ._fetch import check_build, to_artifact
+        from ._verify import verify
+
+        entry = self.local.get_index(build.index_key())
+        if entry is None:
+            return None, None
+        try:
+            sha = str(entry.get("sha256"))
+            manifest, binary = self.local.get_manifest(sha), self.local.get_blob(sha)
+        except ValueError:  # not a sha256: an entry not written by this cache
+            self.local.drop_index(build.index_key())
+            return None, None
+        if manifest is None or binary is None:
+            return None, entry
+        body = verify(manifest, binary, target=build.target, trusted=self.trusted())
+        check_build(body, build)
+        return to_artifact(body, binary), entry
+
+    def _from_server(
+        self, build: Any, source: str, name: str, entry: dict | None, result: Any
+    ) -> Artifact | None:
+        """The artifact the cache entry names, else the tuning result's build when it is this build, else
+        the server's compile of it (None when this token may not compile)."""
+        from ._client import NotFoundError
+        from ._fetch import check_build, mismatch
+
+        client = self.shared.client()
+        known = []
+        if entry is not None and isinstance(entry.get("artifact_id"), str):
+            known.append((entry["artifact_id"], None, True))
+        if result is not None and result.artifact is not None:
+            known.append((result.artifact.id, result.tuning_key, False))
+        for artifact_id, tuning_key, ours in known:
+            try:
+                manifest = client.manifest(artifact_id, tuning_key=tuning_key)
+            except NotFoundError:
+                continue
+            if not ours and mismatch(manifest.manifest, build) is not None:
+                continue  # the result was built for another specialisation (alignment, constexprs)
+            check_build(manifest.manifest, build)
+            return self._keep(manifest, build)
+        if not self.compiling:
+            return None
+        public = client.compile(build.compile_body(source, name))
+        manifest = client.manifest(public.id)
+        check_build(manifest.manifest, build)
+        return self._keep(manifest, build)
+
+    def _keep(self, manifest: Any, build: Any) -> Artifact:
+        """Verify the manifest's binary (held already, or downloaded) and keep both and the index entry."""
+        from ._fetch import fetch, to_artifact
+
+        local = self.local
+        got = fetch(
+            self.shared.client(), manifest, target=build.target, trusted=self.trusted(), held=local.get_blob
+        )
+        body = got.manifest.manifest
+        if got.downloaded:
+            local.put_blob(got.binary)
+        local.put_manifest(got.manifest)
+        local.put_index(
+            build.index_key(), {"sha256": body.sha256, "artifact_id": body.artifact_id, "target": body.target}
+        )
+        return to_artifact(body, got.binary)
+
+
 def _config(value: Any) -> ConfigSpec | None:
     """A shared config {"kwargs", "num_warps", "num_stages"} as the decorator's configs are, or None
     when it is not one (the server's answer is data from other clients: checked, not trusted)."""
@@ -336,6 +541,15 @@ def _config(value: Any) -> ConfigSpec | None:
     if any(v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1) for v in options):
         return None
     return ConfigSpec(dict(value["kwargs"]), *options)
+
+
+def _wire_value(value: Any) -> bool:
+    """A constexpr the service's API can carry: a bool, an int of 64 bits, a finite float, a string."""
+    if isinstance(value, bool | str):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    return isinstance(value, float) and value == value and abs(value) != float("inf")
 
 
 def _given(param: Any, bound: dict[str, Any]) -> Any:
@@ -395,9 +609,14 @@ def _is_runtime(v: Any) -> bool:
     return isinstance(v, np.ndarray | BF16Array | np.generic | int | float)
 
 
-def jit(source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None) -> JITKernel:
+def jit(
+    source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None, trusted_keys: Any = None,
+    cache: Any = None,
+) -> JITKernel:  # fmt: skip
     """Read a Triton-language kernel (source text or a path to a .py file) for launching. `server` (a
-    Client, or a URL used with TILEC_TOKEN) shares autotune results; None: TILEC_URL if set; False: none."""
+    Client, or a URL used with TILEC_TOKEN) builds and shares autotune results; None: TILEC_URL if set;
+    False: none. `trusted_keys` (TrustedKeys, or keys as text) overrides TILEC_TRUSTED_KEYS; `cache` (a
+    LocalCache or a directory) the local cache (TILEC_CACHE_DIR, else the user cache dir)."""
     if server is None:
         server = os.environ.get("TILEC_URL") or None
-    return JITKernel(source_or_path, name, server=server or None)
+    return JITKernel(source_or_path, name, server=server or None, trusted_keys=trusted_keys, cache=cache)
