@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tilec.compiler.tune import space
 from tilec.compiler.tune.keys import dtypes_string, key_string
-from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, resolve
+from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, ResolvedLaunch, resolve
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
@@ -78,6 +78,20 @@ def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict
     return configs or [space.normalise({})]
 
 
+def _check_grid(resolved: ResolvedLaunch, configs: list[dict]) -> None:
+    """Refuse a grid that no config can compute (a name that is neither a scalar nor a config parameter,
+    say): resolve checks only its syntax, and such a job would fail on the worker, every trial alike."""
+    first: LaunchError | None = None
+    for config in configs:
+        try:
+            resolved.grid(config["kwargs"])
+            return
+        except LaunchError as exc:
+            first = first or exc
+    if first is not None:
+        raise E.ApiError(422, E.BAD_LAUNCH, str(first), field=first.field)
+
+
 def _check_target(state: AppState, target: str) -> None:
     check_target(target)
     runs = state.executor.targets()
@@ -106,6 +120,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     except LaunchError as exc:
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)
+    _check_grid(resolved, configs)
     names = [n for n in (info.get("autotune") or {}).get("key") or [] if n in resolved.params]
     key = key_string(names, resolved.key_values(names))
     dtypes = dtypes_string(body.signature, runtime)
