@@ -29,6 +29,10 @@ def make_celery(settings: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         broker_transport_options={
             "visibility_timeout": settings.visibility_timeout_s,
+            # kombu's workers look for messages past the visibility timeout only every 10 s x 10 (its restore
+            # interval and throttle): a short timeout would redeliver ~100 s late. Look every timeout/2 (1-10 s).
+            "unacked_restore_interval": max(1.0, min(10.0, settings.visibility_timeout_s / 2)),
+            "unacked_restore_throttle": 1,
             "socket_connect_timeout": settings.broker_timeout_s,
             "socket_timeout": max(settings.broker_timeout_s, 5.0),
         },
