@@ -29,12 +29,17 @@ from ._models import (
     LookupPublic,
     TokenCreate,
     TokenPublic,
+    TrialPublic,
     TuningResultCreate,
     TuningResultPublic,
 )
 
 _TOKENS = TypeAdapter(list[TokenPublic])
 _JOBS = TypeAdapter(list[TuneJobPublic])
+_KERNELS = TypeAdapter(list[KernelPublic])
+_ARTIFACTS = TypeAdapter(list[ArtifactPublic])
+_RESULTS = TypeAdapter(list[LookupPublic])
+_TRIALS = TypeAdapter(list[TrialPublic])
 
 
 class ServiceError(TilecError):
@@ -103,6 +108,11 @@ class _Base:
         return {"kernel": kernel, "target": target, "key": key, "dtypes": dtypes}
 
     @staticmethod
+    def _page(kernel: str | None, target: str | None, limit: int, offset: int) -> dict[str, str | int]:
+        given = {"kernel": kernel, "target": target, "limit": limit, "offset": offset}
+        return {k: v for k, v in given.items() if v is not None}
+
+    @staticmethod
     def _job_filters(state: str | None, kernel: str | None) -> dict[str, str]:
         given = {"state": state, "kernel": kernel}
         return {k: v for k, v in given.items() if v is not None}
@@ -141,6 +151,32 @@ class Client(_Base):
 
     def artifact(self, artifact_id: str) -> ArtifactPublic:
         return ArtifactPublic.model_validate_json(self._request("GET", f"/v1/artifacts/{artifact_id}").content)
+
+    def kernel(self, key: str) -> KernelPublic:
+        return KernelPublic.model_validate_json(self._request("GET", f"/v1/kernels/{key}").content)
+
+    def kernels(self, *, limit: int = 100, offset: int = 0) -> list[KernelPublic]:
+        """A page of kernels, newest first, without their IR."""
+        params = self._page(None, None, limit, offset)
+        return _KERNELS.validate_json(self._request("GET", "/v1/kernels", params=params).content)
+
+    def artifacts(
+        self, *, kernel: str | None = None, target: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[ArtifactPublic]:
+        """A page of artifacts (metadata, no bytes), newest first, of one kernel and/or target."""
+        params = self._page(kernel, target, limit, offset)
+        return _ARTIFACTS.validate_json(self._request("GET", "/v1/artifacts", params=params).content)
+
+    def tuning_results(
+        self, *, kernel: str | None = None, target: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[LookupPublic]:
+        """A page of tuning results (as lookup answers them), the most recently improved first."""
+        params = self._page(kernel, target, limit, offset)
+        return _RESULTS.validate_json(self._request("GET", "/v1/tuning-results", params=params).content)
+
+    def trials(self, tuning_key: str) -> list[TrialPublic]:
+        """Every trial of a tuning key, best first (an empty list for an unknown key)."""
+        return _TRIALS.validate_json(self._request("GET", f"/v1/tuning-results/{tuning_key}/trials").content)
 
     def download(self, artifact_id: str, form: str) -> bytes:
         return _verified(self._request("GET", f"/v1/artifacts/{artifact_id}/{form}"))
@@ -216,6 +252,29 @@ class AsyncClient(_Base):
     async def artifact(self, artifact_id: str) -> ArtifactPublic:
         response = await self._request("GET", f"/v1/artifacts/{artifact_id}")
         return ArtifactPublic.model_validate_json(response.content)
+
+    async def kernel(self, key: str) -> KernelPublic:
+        return KernelPublic.model_validate_json((await self._request("GET", f"/v1/kernels/{key}")).content)
+
+    async def kernels(self, *, limit: int = 100, offset: int = 0) -> list[KernelPublic]:
+        params = self._page(None, None, limit, offset)
+        return _KERNELS.validate_json((await self._request("GET", "/v1/kernels", params=params)).content)
+
+    async def artifacts(
+        self, *, kernel: str | None = None, target: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[ArtifactPublic]:
+        params = self._page(kernel, target, limit, offset)
+        return _ARTIFACTS.validate_json((await self._request("GET", "/v1/artifacts", params=params)).content)
+
+    async def tuning_results(
+        self, *, kernel: str | None = None, target: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[LookupPublic]:
+        params = self._page(kernel, target, limit, offset)
+        return _RESULTS.validate_json((await self._request("GET", "/v1/tuning-results", params=params)).content)
+
+    async def trials(self, tuning_key: str) -> list[TrialPublic]:
+        response = await self._request("GET", f"/v1/tuning-results/{tuning_key}/trials")
+        return _TRIALS.validate_json(response.content)
 
     async def download(self, artifact_id: str, form: str) -> bytes:
         return _verified(await self._request("GET", f"/v1/artifacts/{artifact_id}/{form}"))
