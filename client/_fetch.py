@@ -109,9 +109,12 @@ def fetch(
 ) -> Fetched:
     """The binary of a manifest the server gave (`client.manifest(...)`), taken from `held(sha256)` or
     downloaded, and the two verified (raising the VerificationError subclass of the failed check)."""
+    from ._cache import _is_sha
     from ._verify import verify
 
     body = manifest.manifest
+    if not _is_sha(body.sha256):  # it names files: checked before a path is made of it
+        raise VerificationError(f"artifact {body.artifact_id}: {body.sha256[:80]!r} is not a sha256")
     binary = held(body.sha256)
     downloaded = binary is None
     if binary is None:
