@@ -2,7 +2,15 @@
 the cpu target), and the errors it raises. Everything public is re-exported here from private modules.
 """
 
-from ._exceptions import ArgumentError, GridError, KernelAssertionError, LaunchError, TargetError, TilecError
+from ._exceptions import (
+    ArchMismatchError,
+    ArgumentError,
+    GridError,
+    KernelAssertionError,
+    LaunchError,
+    TargetError,
+    TilecError,
+)
 from ._jit import JITKernel, jit
 from ._launch import BF16Array, as_bf16
 
@@ -19,6 +27,7 @@ def __getattr__(name: str):  # noqa: ANN202 - module attribute hook
 
 
 __all__ = [
+    "ArchMismatchError",
     "ArgumentError",
     "AsyncClient",
     "AuthError",

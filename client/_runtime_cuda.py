@@ -10,13 +10,14 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tilec.compiler.artifact import Artifact
+from tilec.compiler.artifact import Artifact, parse_target
 
-from ._exceptions import ArgumentError, LaunchError, TargetError
+from ._exceptions import ArchMismatchError, ArgumentError, LaunchError, TargetError
 from ._grid import check_grid
 
 _CTYPES = {
@@ -35,6 +36,7 @@ _NP_DTYPES = {
 _lock = threading.Lock()
 _modules: dict[tuple[str, int], CudaKernel] = {}
 _sm_of_device: dict[int, int] = {}
+_arch_of_device: dict[int, DeviceArch] = {}
 _initialised = False
 
 
@@ -95,6 +97,91 @@ def device_sm(device: int) -> int:
         sm = 10 * major + minor
         _sm_of_device[device] = sm
     return sm
+
+
+# ---- arch and driver: checked before a module is loaded -------------------------------------------
+
+# cuModuleLoadData's refusals of a binary that is not for this GPU or this driver: each becomes an
+# ArchMismatchError with this reason, never a raw CUDA error, so a caller can rebuild for the device
+LOAD_REFUSALS = {
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "the driver found no code for this GPU in it",
+    "CUDA_ERROR_INVALID_IMAGE": "the driver cannot read it (built for another arch, or by a newer toolkit)",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "its PTX is newer than this driver supports",
+    "CUDA_ERROR_INVALID_PTX": "the driver's PTX compiler refused it (another arch, or a newer PTX ISA)",
+}
+
+
+@dataclass(frozen=True)
+class DeviceArch:
+    """What the arch check needs to know of a GPU: its ordinal, name, sm and cuDriverGetVersion."""
+
+    ordinal: int
+    name: str
+    sm: int
+    driver_version: int  # as cuDriverGetVersion gives it: 12080 is CUDA 12.8
+
+    @property
+    def target(self) -> str:
+        return f"cuda:sm_{self.sm}"
+
+    def mismatch(self, artifact_target: str, reason: str) -> ArchMismatchError:
+        version = f"{self.driver_version // 1000}.{self.driver_version % 1000 // 10}"
+        return ArchMismatchError(artifact_target=artifact_target, device_target=self.target, device_name=self.name,
+                                 driver_version=version, reason=reason, device=self.ordinal)  # fmt: skip
+
+
+def runs_on(artifact_sm: int, device_sm: int) -> bool:
+    """Whether a cubin for sm_XY runs on an sm_XZ GPU: SASS runs on its own arch and the later minor
+    versions of the same major only (sm_80 runs on sm_86; never on sm_90, and sm_86 not on sm_80)."""
+    return artifact_sm // 10 == device_sm // 10 and artifact_sm % 10 <= device_sm % 10
+
+
+def arch_mismatch(artifact_target: str, device: DeviceArch) -> ArchMismatchError | None:
+    """The error for loading a binary built for `artifact_target` on `device`, or None when it runs there."""
+    try:
+        kind, sm = parse_target(artifact_target)
+    except ValueError:
+        kind, sm = "", None
+    if kind != "cuda" or sm is None:
+        return device.mismatch(artifact_target, "it is not a cuda target")
+    if runs_on(sm, device.sm):
+        return None
+    if sm // 10 != device.sm // 10:
+        return device.mismatch(artifact_target, f"a cubin for sm_{sm} does not run on another major arch")
+    return device.mismatch(artifact_target, f"a cubin for sm_{sm} runs on sm_{sm} and later minor versions only")
+
+
+def load_refusal(error_name: str, artifact_target: str, device: DeviceArch) -> ArchMismatchError | None:
+    """The ArchMismatchError that a cuModuleLoadData error (by its CUresult name) stands for, or None when
+    the error means something else (out of memory, a dead context: a LaunchError as before)."""
+    reason = LOAD_REFUSALS.get(error_name)
+    return None if reason is None else device.mismatch(artifact_target, f"{reason} ({error_name})")
+
+
+def device_arch(device: int) -> DeviceArch:
+    """The arch check's view of a GPU, asked of the driver once per device."""
+    arch = _arch_of_device.get(device)
+    if arch is None:
+        driver = _driver()
+        _init()
+        dev = check(driver.cuDeviceGet(device))
+        err, raw = driver.cuDeviceGetName(256, dev)
+        name = raw.split(b"\0", 1)[0].decode(errors="replace") if int(err) == 0 else "an unnamed GPU"
+        arch = DeviceArch(device, name, device_sm(device), int(check(driver.cuDriverGetVersion())))
+        _arch_of_device[device] = arch
+    return arch
+
+
+def _load_module(driver, binary: bytes, artifact_target: str, device: DeviceArch) -> Any:
+    """cuModuleLoadData, its arch and driver refusals translated into ArchMismatchError."""
+    err, module = driver.cuModuleLoadData(binary)
+    if int(err) == 0:
+        return module
+    _, name = driver.cuGetErrorName(err)
+    refused = load_refusal(name.decode() if name else "", artifact_target, device)
+    if refused is not None:
+        raise refused
+    return check((err, module))
 
 
 # ---- arguments -----------------------------------------------------------------------------------
@@ -235,7 +322,11 @@ class CudaKernel:
         self.threads = int(meta["threads_per_block"])
         self.shared = int(meta.get("shared_bytes", 0))
         self.kinds = list(meta["arg_kinds"])
-        self.module = check(driver.cuModuleLoadData(art.binary))
+        device = device_arch(int(check(driver.cuCtxGetDevice())))  # the GPU of the current context
+        refused = arch_mismatch(art.target, device)
+        if refused is not None:
+            raise refused
+        self.module = _load_module(driver, art.binary, art.target, device)
         self.func = check(driver.cuModuleGetFunction(self.module, self.name.encode()))
         if self.shared > 48 * 1024:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES

@@ -22,6 +22,7 @@ if not os.path.isdir(os.path.join(os.path.dirname(__file__), "compiler")) and os
 __version__ = "0.1.0"
 
 _PUBLIC = {
+    "ArchMismatchError": "tilec.client",
     "ArgumentError": "tilec.client",
     "AsyncClient": "tilec.client",
     "AuthError": "tilec.client",
