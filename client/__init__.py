@@ -5,11 +5,17 @@ the cpu target), and the errors it raises. Everything public is re-exported here
 from ._exceptions import (
     ArchMismatchError,
     ArgumentError,
+    BadSignatureError,
+    BinaryMismatchError,
     GridError,
     KernelAssertionError,
     LaunchError,
     TargetError,
+    TargetMismatchError,
     TilecError,
+    UnsignedManifestError,
+    UntrustedKeyError,
+    VerificationError,
 )
 from ._jit import JITKernel, jit
 from ._launch import BF16Array, as_bf16
@@ -32,6 +38,8 @@ __all__ = [
     "AsyncClient",
     "AuthError",
     "BF16Array",
+    "BadSignatureError",
+    "BinaryMismatchError",
     "Client",
     "GridError",
     "JITKernel",
@@ -41,7 +49,11 @@ __all__ = [
     "ServiceError",
     "ServiceUnavailable",
     "TargetError",
+    "TargetMismatchError",
     "TilecError",
+    "UnsignedManifestError",
+    "UntrustedKeyError",
+    "VerificationError",
     "as_bf16",
     "jit",
 ]

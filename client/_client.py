@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
-from tilec.wire import TuneJobCreate, TuneJobPublic
+from tilec.wire import KeyPublic, ManifestPublic, TuneJobCreate, TuneJobPublic
 
 from ._exceptions import TilecError
 from ._models import (
@@ -40,6 +40,7 @@ _KERNELS = TypeAdapter(list[KernelPublic])
 _ARTIFACTS = TypeAdapter(list[ArtifactPublic])
 _RESULTS = TypeAdapter(list[LookupPublic])
 _TRIALS = TypeAdapter(list[TrialPublic])
+_KEYS = TypeAdapter(list[KeyPublic])
 
 
 class ServiceError(TilecError):
@@ -106,6 +107,10 @@ class _Base:
     @staticmethod
     def _lookup_params(kernel: str, target: str, key: str, dtypes: str) -> dict[str, str]:
         return {"kernel": kernel, "target": target, "key": key, "dtypes": dtypes}
+
+    @staticmethod
+    def _manifest_params(tuning_key: str | None) -> dict[str, str]:
+        return {} if tuning_key is None else {"tuning_key": tuning_key}
 
     @staticmethod
     def _page(kernel: str | None, target: str | None, limit: int, offset: int) -> dict[str, str | int]:
@@ -180,6 +185,18 @@ class Client(_Base):
 
     def download(self, artifact_id: str, form: str) -> bytes:
         return _verified(self._request("GET", f"/v1/artifacts/{artifact_id}/{form}"))
+
+    def manifest(self, artifact_id: str, tuning_key: str | None = None) -> ManifestPublic:
+        """The artifact's signed manifest (naming `tuning_key` when it is that result's best build);
+        check it with tilec.client._verify.verify before loading the binary."""
+        params = self._manifest_params(tuning_key)
+        return ManifestPublic.model_validate_json(
+            self._request("GET", f"/v1/artifacts/{artifact_id}/manifest", params=params).content
+        )
+
+    def keys(self) -> list[KeyPublic]:
+        """The public keys the server signs manifests with (pin one in TILEC_TRUSTED_KEYS)."""
+        return _KEYS.validate_json(self._request("GET", "/v1/keys").content)
 
     def lookup(self, kernel: str, target: str, *, key: str = "", dtypes: str = "") -> LookupPublic | None:
         try:
@@ -278,6 +295,14 @@ class AsyncClient(_Base):
 
     async def download(self, artifact_id: str, form: str) -> bytes:
         return _verified(await self._request("GET", f"/v1/artifacts/{artifact_id}/{form}"))
+
+    async def manifest(self, artifact_id: str, tuning_key: str | None = None) -> ManifestPublic:
+        params = self._manifest_params(tuning_key)
+        response = await self._request("GET", f"/v1/artifacts/{artifact_id}/manifest", params=params)
+        return ManifestPublic.model_validate_json(response.content)
+
+    async def keys(self) -> list[KeyPublic]:
+        return _KEYS.validate_json((await self._request("GET", "/v1/keys")).content)
 
     async def lookup(self, kernel: str, target: str, *, key: str = "", dtypes: str = "") -> LookupPublic | None:
         try:

@@ -9,7 +9,13 @@ Exception
     │   ├── GridError                a grid of zero or negative size, or of the wrong rank
     │   └── TargetError              arrays of no supported target, or of mixed targets
     │       └── ArchMismatchError    a binary this GPU or its driver cannot load (device, target, driver)
-    └── KernelAssertionError         a tl.device_assert failed while the kernel ran
+    ├── KernelAssertionError         a tl.device_assert failed while the kernel ran
+    └── VerificationError            an artifact refused before it reached the loader (which check)
+        ├── UnsignedManifestError    keys are pinned, the manifest carries no signature
+        ├── UntrustedKeyError        signed by a key that is not pinned (TILEC_TRUSTED_KEYS)
+        ├── BadSignatureError        the signature does not match the manifest (changed after signing)
+        ├── TargetMismatchError      the artifact is for another target/arch than this device
+        └── BinaryMismatchError      the binary's sha256 or size is not the signed one
 """
 
 from __future__ import annotations
@@ -75,3 +81,27 @@ def _rebuild_arch_mismatch(fields: dict) -> ArchMismatchError:
 
 class KernelAssertionError(TilecError):
     """A device assertion failed while the kernel ran."""
+
+
+class VerificationError(TilecError):
+    """An artifact refused before it reached the loader; the message says which check failed."""
+
+
+class UnsignedManifestError(VerificationError):
+    """Keys are pinned, and the manifest carries no signature."""
+
+
+class UntrustedKeyError(VerificationError):
+    """The manifest is signed by a key that is not among the pinned ones."""
+
+
+class BadSignatureError(VerificationError):
+    """The signature does not verify over the manifest: it was changed after signing, or forged."""
+
+
+class TargetMismatchError(VerificationError):
+    """The artifact was built for another target (or arch) than the device it is to run on."""
+
+
+class BinaryMismatchError(VerificationError):
+    """The binary is not the one the manifest vouches for (sha256 or size differs)."""

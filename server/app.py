@@ -20,7 +20,19 @@ from starlette.exceptions import HTTPException
 from tilec.wire import ErrorPublic
 
 from . import errors as E
-from .api.routes import artifacts, compile, docs, health, kernels, lookup, metrics, tokens, tune_jobs, tuning
+from .api.routes import (
+    artifacts,
+    compile,
+    docs,
+    health,
+    kernels,
+    keys,
+    lookup,
+    metrics,
+    tokens,
+    tune_jobs,
+    tuning,
+)
 from .fastpath import FastPathMiddleware
 from .jobs.executor import make_executor
 from .jobs.reaper import reap
@@ -63,6 +75,7 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
                tokens.router)  # fmt: skip
     for router in routers:
         app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
+    app.include_router(keys.router, prefix="/v1")  # no token, no database: none of those refusals
     app.include_router(health.router)
     app.include_router(docs.router)
     app.include_router(metrics.router, responses=ERROR_RESPONSES)

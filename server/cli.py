@@ -1,5 +1,5 @@
-"""`tilec serve`, `tilec worker`, `tilec db upgrade|downgrade`, `tilec token create|ls|revoke`: the
-service's commands.
+"""`tilec serve`, `tilec worker`, `tilec db upgrade|downgrade`, `tilec token create|ls|revoke`,
+`tilec key show`: the service's commands.
 
 Server modules are imported inside the commands, so `tilec --help` stays fast and works without
 the server extra installed.
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 db_app = typer.Typer(help="the SQL cache's schema (Alembic migrations)", no_args_is_help=True)
 token_app = typer.Typer(help="bearer tokens for the service", no_args_is_help=True)
+key_app = typer.Typer(help="the key the service signs artifact manifests with", no_args_is_help=True)
 T = TypeVar("T")
 
 
@@ -220,6 +221,27 @@ def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], 
     typer.echo(f"token {row.id} revoked at {row.revoked_at.isoformat(timespec='seconds')}")
 
 
+@key_app.command("show")
+def key_show(
+    url: Annotated[str | None, typer.Option("--url", help="a running server: print the keys it serves")] = None,
+) -> None:
+    """Print the signing key's id, algorithm and base64 public key (tab-separated), as clients pin it
+    in TILEC_TRUSTED_KEYS: the key of TILEC_SIGNING_KEY, else TILEC_DATA_DIR's (made if missing)."""
+    if url:
+        keys = _through_api(url, None, lambda c: c.keys())
+    else:
+        from tilec.server.settings import Settings
+        from tilec.server.signing import SigningKeyError, load_signing_key
+
+        try:
+            keys = [load_signing_key(Settings()).public()]
+        except SigningKeyError as exc:
+            typer.echo(f"tilec key show: {exc}", err=True)
+            raise typer.Exit(1) from None
+    for k in keys:
+        typer.echo(f"{k.key_id}\t{k.algorithm}\t{k.public_key}")
+
+
 def worker(
     target: Annotated[str, typer.Option(help="the target whose tune jobs to take: cpu, or cuda:sm_XX of this GPU")],
     loglevel: Annotated[str, typer.Option(help="Celery's log level")] = "INFO",
@@ -260,3 +282,4 @@ def register(app: typer.Typer) -> None:
     app.command("worker")(worker)
     app.add_typer(db_app, name="db")
     app.add_typer(token_app, name="token")
+    app.add_typer(key_app, name="key")

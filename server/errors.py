@@ -34,6 +34,7 @@ INTERNAL = "internal"
 BAD_LAUNCH = "bad_launch"
 NO_WORKER = "no_worker"
 BROKER_UNAVAILABLE = "broker_unavailable"
+TUNING_KEY_MISMATCH = "tuning_key_mismatch"
 
 # messages
 MSG_MISSING_TOKEN = "a bearer token is required"
@@ -73,6 +74,9 @@ MSG_NO_WORKER = (
 )
 MSG_BROKER_UNAVAILABLE = "the job broker is unavailable ({reason}); the job was not accepted, retry later"
 MSG_JOB_NOT_FOUND = "no tune job {id}"
+MSG_MANIFEST_NO_RESULT = "tuning_key: no tuning result {tkey}, so artifact {id} cannot be vouched for as its best"
+MSG_MANIFEST_OTHER_ARTIFACT = "tuning_key: the best config of tuning result {tkey} is artifact {linked}, not {id}"
+MSG_MANIFEST_NO_BUILD = "tuning_key: the best config of tuning result {tkey} has no stored build, so it is not {id}"
 
 
 class ApiError(Exception):

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     port: int = 8000
     auth: bool | None = None  # None: on unless host is a loopback address
     access_log: bool = False  # one line per request on stdout (`tilec serve --access-log`)
+    # manifests: a PEM Ed25519 private key or a path to one; empty -> data_dir/signing_key.pem (made if
+    # missing). Replicas that share a database but not a data dir need the same key given here.
+    signing_key: str = Field(default="", repr=False)
     # limits
     max_body_bytes: int = 1 << 20
     max_source_bytes: int = 256 * 1024

@@ -16,6 +16,7 @@ from .db.migrate import upgrade
 from .metrics import Metrics
 from .pool import CompilePool
 from .settings import Settings
+from .signing import SigningKey, load_signing_key
 
 T = TypeVar("T")
 
@@ -34,6 +35,7 @@ class AppState:
     token_epoch: int = field(default=0, init=False)  # bumped by each revoke (see forget_token)
     reader: Engine = field(init=False)
     executor: Any = None  # jobs.executor.Executor (set by the app factory): in-process unless a broker is set
+    signer: SigningKey | None = None  # loaded by open(), or on first use by signing_key()
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -45,6 +47,7 @@ class AppState:
 
     @classmethod
     def open(cls, settings: Settings) -> AppState:
+        signer = load_signing_key(settings)  # first: a bad TILEC_SIGNING_KEY stops the start, not a manifest
         url = settings.resolved_database_url
         if settings.migrate_on_start:
             upgrade(url)
@@ -56,7 +59,12 @@ class AppState:
             memory_mb=settings.compile_memory_mb,
         )
         pool.warm()
-        return cls(settings=settings, engine=engine, rw=rw, ro=ro, pool=pool)
+        return cls(settings=settings, engine=engine, rw=rw, ro=ro, pool=pool, signer=signer)
+
+    def signing_key(self) -> SigningKey:
+        if self.signer is None:
+            self.signer = load_signing_key(self.settings)
+        return self.signer
 
     def forget_token(self, token_id: int) -> None:
         """After a revoke has committed: drop the token from this process's cache and bump the epoch, so

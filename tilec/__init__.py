@@ -26,6 +26,8 @@ _PUBLIC = {
     "ArgumentError": "tilec.client",
     "AsyncClient": "tilec.client",
     "AuthError": "tilec.client",
+    "BadSignatureError": "tilec.client",
+    "BinaryMismatchError": "tilec.client",
     "Client": "tilec.client",
     "CompileError": "tilec.compiler.errors",
     "GridError": "tilec.client",
@@ -36,8 +38,12 @@ _PUBLIC = {
     "ServiceError": "tilec.client",
     "ServiceUnavailable": "tilec.client",
     "TargetError": "tilec.client",
+    "TargetMismatchError": "tilec.client",
     "TilecError": "tilec.client",
     "ToolError": "tilec.compiler.errors",
+    "UnsignedManifestError": "tilec.client",
+    "UntrustedKeyError": "tilec.client",
+    "VerificationError": "tilec.client",
     "jit": "tilec.client",
 }
 __all__ = sorted(_PUBLIC)

@@ -97,6 +97,18 @@ def get_artifact_meta(session: Session, *, key: str) -> Artifact | None:
     return session.scalars(artifact_meta_query(key)).first()
 
 
+def get_artifact_manifest(session: Session, *, key: str) -> Artifact | None:
+    """The row without its bytes and texts, but with its spec: what a signed manifest holds."""
+    query = select(Artifact).where(Artifact.key == key).options(*(defer(c) for c in ARTIFACT_TEXT_COLUMNS))
+    return session.scalars(query).first()
+
+
+def result_artifact(session: Session, *, tkey: str) -> Row | None:
+    """(artifact_key,) of a tuning result (None inside when its best config has no build), or None."""
+    results = TuningResult.__table__
+    return session.execute(select(results.c.artifact_key).where(results.c.tuning_key == tkey)).first()
+
+
 def _form_statement(column: str) -> Select:
     artifacts = Artifact.__table__
     sha = artifacts.c[FORM_SHA_COLUMN[column]]

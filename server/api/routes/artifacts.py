@@ -1,5 +1,6 @@
 """GET|HEAD /v1/artifacts/{id} and /v1/artifacts/{id}/{form}: immutable, ETag = sha256 of the body.
 GET /v1/artifacts: a page of artifacts (metadata), newest first, by kernel and target.
+GET /v1/artifacts/{id}/manifest: the artifact as the service vouches for it, signed with its key.
 
 A form (binary or text) whose bytes no longer match its own stored sha256, or a row that cannot be read
 back, is never served: it is rebuilt first, or is a miss when it cannot be.
@@ -12,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from tilec.wire import ArtifactForm, ArtifactPublic, ErrorPublic, Text
+from tilec.wire import ArtifactForm, ArtifactPublic, ErrorPublic, ManifestBody, ManifestPublic, Text
 
 from ... import errors as E
 from ...db import crud
@@ -87,6 +88,72 @@ async def _load_form(
             state.metrics.sha_mismatches.inc()
         else:
             unreadable(state.metrics, "artifacts")
+        if not await rebuild(state, artifact_id):
+            raise _not_found(artifact_id)
+    raise _rebuild_failed(artifact_id)
+
+
+def _manifest_body(row: Artifact, tuning_key: str | None) -> ManifestBody:
+    """Raises an UNREADABLE error when a stored column is not what a manifest holds."""
+    return ManifestBody(
+        artifact_id=row.key,
+        kernel_key=row.kernel_key,
+        kernel_name=row.kernel_name,
+        tuning_key=tuning_key,
+        config=row.config,
+        spec=row.spec,
+        metadata=row.meta if row.meta is not None else {},
+        target=row.target,
+        compiler_version=row.compiler_version,
+        sha256=row.sha256,
+        size=row.size,
+    )
+
+
+def _check_tuning_key(session: Session, artifact_id: str, tkey: str) -> None:
+    """The manifest names a tuning key only when that result's best config is this very artifact."""
+    found = crud.result_artifact(session, tkey=tkey)
+    if found is None:
+        detail = E.MSG_MANIFEST_NO_RESULT.format(tkey=tkey, id=artifact_id)
+    elif found[0] is None:
+        detail = E.MSG_MANIFEST_NO_BUILD.format(tkey=tkey, id=artifact_id)
+    elif found[0] != artifact_id:
+        detail = E.MSG_MANIFEST_OTHER_ARTIFACT.format(tkey=tkey, linked=found[0], id=artifact_id)
+    else:
+        return
+    raise E.ApiError(422, E.TUNING_KEY_MISMATCH, detail)
+
+
+MANIFEST_RESPONSES = {**NOT_FOUND, 422: {"model": ErrorPublic}}
+
+
+# before /{artifact_id}/{form}, which would otherwise take "manifest" for a form
+@router.get("/{artifact_id}/manifest", response_model=ManifestPublic, responses=MANIFEST_RESPONSES)
+async def get_manifest(
+    artifact_id: Text,
+    state: StateDep,
+    _token: TokenDep,
+    tuning_key: Annotated[Text | None, Query(min_length=1, max_length=128)] = None,
+) -> ManifestPublic:
+    def load(session: Session) -> ManifestBody | str | None:
+        try:
+            row = crud.get_artifact_manifest(session, key=artifact_id)
+            if row is None:
+                return None
+            body = _manifest_body(row, tuning_key)
+        except UNREADABLE:
+            return "unreadable"
+        if tuning_key is not None:
+            _check_tuning_key(session, artifact_id, tuning_key)
+        return body
+
+    for _attempt in range(2):
+        body = await state.read(load)
+        if body is None:
+            raise _not_found(artifact_id)
+        if isinstance(body, ManifestBody):
+            return state.signing_key().sign(body)
+        unreadable(state.metrics, "artifacts")
         if not await rebuild(state, artifact_id):
             raise _not_found(artifact_id)
     raise _rebuild_failed(artifact_id)
