@@ -34,8 +34,8 @@ TRUSTED_KEYS_ENV = "TILEC_TRUSTED_KEYS"
 KEY_BYTES = 32  # a raw Ed25519 public key
 SIGNATURE_BYTES = 64
 NO_PIN_WARNING = (
-    f"no {TRUSTED_KEYS_ENV} pinned: trusting the server's manifests unsigned (target and sha256 are still "
-    "checked); pin the key `tilec key show` prints to have every artifact's signature checked"
+    f"no {TRUSTED_KEYS_ENV} pinned, trusting the server: manifest signatures are not checked (target and "
+    "sha256 still are); pin the key `tilec key show` prints to have them checked"
 )
 _warned = False  # the no-pin warning is given once per process
 
