@@ -56,6 +56,12 @@ class Build:
         body = {"build": self.kernel_key, "spec": self.spec, "config": self.config, "target": self.target}
         return _json(body).decode()
 
+    def artifact_key(self, compiler_version: str) -> str:
+        """The service's key of this build by a compiler of that version (as its compile route makes it)."""
+        from tilec.compiler.artifact import artifact_key
+
+        return artifact_key(self.kernel_key, self.spec, self.config, self.target, compiler_version)
+
     def compile_body(self, source: str, name: str) -> Any:
         """The POST /v1/compile body for this build of `source`."""
         from tilec.wire import CompileCreate, ConfigSpec

@@ -398,6 +398,7 @@ class ServerBuilds:
         self._cache_given = cache
         self._cache: Any = None
         self.compiling = True  # False once the server refused a compile (a token without the submit scope)
+        self.version: str | None = None  # the server's compiler version (GET /healthz, once)
 
     def trusted(self) -> Any:
         """The pinned keys (TrustedKeys), or None when none are: then verify() warns once and checks the rest."""
@@ -486,7 +487,8 @@ class ServerBuilds:
         self, build: Any, source: str, name: str, entry: dict | None, result: Any
     ) -> Artifact | None:
         """The artifact the cache entry names, else the tuning result's build when it is this build, else
-        the server's compile of it (None when this token may not compile)."""
+        the build the server already holds (its artifact key computed here, with the server's compiler
+        version), else the server's compile of it (None when this token may not compile)."""
         from ._client import NotFoundError
         from ._fetch import check_build, mismatch
 
@@ -496,6 +498,11 @@ class ServerBuilds:
             known.append((entry["artifact_id"], None, True))
         if result is not None and result.artifact is not None:
             known.append((result.artifact.id, result.tuning_key, False))
+        if (
+            self.version is None
+        ):  # a build that exists needs no compile (and no submit scope): ask for it by key
+            self.version = client.health().compiler_version
+        known.append((build.artifact_key(self.version), None, True))
         for artifact_id, tuning_key, ours in known:
             try:
                 manifest = client.manifest(artifact_id, tuning_key=tuning_key)

@@ -233,12 +233,10 @@ class Puller:
         return self._version
 
     def _find_plain(self, p: Planned) -> tuple[Any, None] | str:
-        from tilec.compiler.artifact import artifact_key
-
         from ._client import NotFoundError
 
         build = p.build
-        key = artifact_key(build.kernel_key, build.spec, build.config, build.target, self.server_version())
+        key = build.artifact_key(self.server_version())
         try:
             manifest = self.client.manifest(key)
         except NotFoundError:
