@@ -5,6 +5,8 @@ message carries only the job id.
 
 from __future__ import annotations
 
+import logging
+import time
 from functools import cache
 
 from celery import Celery
@@ -12,6 +14,7 @@ from celery import Celery
 from ..settings import Settings
 
 TASK = "tilec.tune_job"
+log = logging.getLogger("tilec.jobs")
 
 
 def queue_name(target: str) -> str:
@@ -51,6 +54,20 @@ def _context():  # noqa: ANN202 - a WorkerContext, made once per worker process
 
 
 def _tune_job(job_id: int) -> str:
+    from celery.exceptions import Reject
+    from sqlalchemy.exc import OperationalError
+
+    from .executor import RETRY_S
     from .runner import run_job
 
-    return run_job(_context(), int(job_id))
+    try:
+        return run_job(_context(), int(job_id))
+    except OperationalError as exc:
+        # the database is away: a task that raised would be acked and its job left queued for good, so the
+        # message goes back to the queue (after a pause, not a hot loop) and the job runs once it is back;
+        # the claim makes a repeat harmless
+        log.warning(
+            "job %s: the database is unavailable; the job goes back to the queue in %s s", job_id, RETRY_S
+        )
+        time.sleep(RETRY_S)
+        raise Reject(str(exc)[:300], requeue=True) from None
