@@ -97,6 +97,11 @@ class Proc:
         if not self.alive():
             self._signal_group(signal.SIGKILL)
 
+    def terminate(self) -> None:
+        """SIGTERM the process group (a Celery worker shuts down warm)."""
+        if self.alive():
+            self._signal_group(signal.SIGTERM)
+
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL it after 5 s or when the leader is gone already."""
         if self.alive():
@@ -107,7 +112,14 @@ class Proc:
                 pass
         self._signal_group(signal.SIGKILL)
         self.proc.wait(10)
-        self.log_file.close()
+
+    def wait_for(self, text: str, timeout: float = 30) -> None:
+        """Until its log shows `text`."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if time.monotonic() > deadline or not self.alive():
+                raise AssertionError(f"{self.name} never wrote {text!r}:\n{self.log()[-4000:]}")
+            time.sleep(0.1)
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -153,8 +165,10 @@ class Service:
                 time.sleep(0.05)
         raise RuntimeError("uvicorn did not become healthy in 30 s")
 
-    def start_worker(self) -> Proc:
-        worker = Proc([str(TILEC), "worker", "--target", "cpu"], self.env, f"worker{len(self.workers)}")
+    def start_worker(self, **env: str) -> Proc:
+        """A `tilec worker --target cpu` with the service's settings (and `env` over them)."""
+        cmd = [str(TILEC), "worker", "--target", "cpu"]
+        worker = Proc(cmd, {**self.env, **env}, f"worker{len(self.workers)}")
         self.workers.append(worker)
         return worker
 
@@ -170,6 +184,13 @@ class Service:
 
     def live_workers(self) -> list[Proc]:
         return [w for w in self.workers if w.alive()]
+
+    def stop_workers(self) -> None:
+        live = self.live_workers()
+        for worker in live:  # all at once: each takes a moment to shut down
+            worker.terminate()
+        for worker in live:
+            worker.stop()
 
     def ensure_workers(self, n: int = 2) -> None:
         """Start workers until n are alive (a test may have killed some: what they left is ended), and wait
@@ -217,6 +238,7 @@ class Service:
         for p in (*self.workers, self.api):
             if p is not None:
                 p.stop()
+                p.log_file.close()
         self.http.close()
 
     # the API

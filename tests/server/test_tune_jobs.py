@@ -356,3 +356,21 @@ def test_a_job_that_kills_every_worker_fails_after_max_deliveries(cluster: Servi
     assert now["state"] == "failed" and now["deliveries"] == MAX_DELIVERIES == len(killed), now
     assert f"taken up {MAX_DELIVERIES} times" in now["error"] and killed[-1] in now["error"], now["error"]
     assert lookup(cluster, now).status_code == 404
+
+
+def test_a_job_taken_while_the_database_is_away_runs_once_it_is_back(cluster: Service) -> None:
+    """A worker that cannot reach the database gives the job back to the queue rather than acking it with
+    a failure (which would leave the job queued for good); a worker that can reach it then runs it."""
+    cluster.stop_workers()  # only the worker without a database is there to take the job
+    away = cluster.start_worker(TILEC_DATABASE_URL=f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/x")
+    try:
+        cluster.wait_workers_ready()
+        job = submitted(cluster, job_body(vadd((64,)), next(_sizes)))
+        away.wait_for("] received")
+        assert cluster.job(job["id"])["state"] == "queued"
+        back = cluster.start_worker()
+        done = cluster.wait(job["id"], timeout=30)
+        assert done["state"] == "done" and done["deliveries"] == 1, done
+        assert cluster.worker_of(done) is back
+    finally:
+        away.stop()
