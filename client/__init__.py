@@ -17,6 +17,7 @@ from ._exceptions import (
     UntrustedKeyError,
     VerificationError,
 )
+from ._index import IndexedKernel, KernelIndex, load_index
 from ._jit import JITKernel, jit
 from ._launch import BF16Array, as_bf16
 
@@ -42,8 +43,10 @@ __all__ = [
     "BinaryMismatchError",
     "Client",
     "GridError",
+    "IndexedKernel",
     "JITKernel",
     "KernelAssertionError",
+    "KernelIndex",
     "LaunchError",
     "NotFoundError",
     "ServiceError",
@@ -56,4 +59,5 @@ __all__ = [
     "VerificationError",
     "as_bf16",
     "jit",
+    "load_index",
 ]

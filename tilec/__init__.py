@@ -1,8 +1,8 @@
 """tilec: a tile compiler for Triton-language kernels, offered as a service with a shared autotune cache.
 
-`import tilec` is the public surface: `tilec.jit`, `tilec.Client` / `tilec.AsyncClient`, and the
-exceptions. The parts live beneath it: `tilec.compiler`, `tilec.server`, `tilec.client`,
-`tilec.migrations`. Names are resolved on first use, so `import tilec.compiler` stays light.
+`import tilec` is the public surface: `tilec.jit`, `tilec.Client` / `tilec.AsyncClient`, `tilec.load_index`
+(a pulled directory's kernels), and the exceptions. The parts live beneath it: `tilec.compiler`,
+`tilec.server`, `tilec.client`, `tilec.migrations`. Names are resolved on first use, so `import tilec.compiler` stays light.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ _PUBLIC = {
     "UntrustedKeyError": "tilec.client",
     "VerificationError": "tilec.client",
     "jit": "tilec.client",
+    "load_index": "tilec.client",
 }
 __all__ = sorted(_PUBLIC)
 
