@@ -8,9 +8,10 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from tilec.wire import INT32_MAX
+from tilec.wire import INT32_MAX, Text
 
 from .. import errors as E
 from ..db import crud
@@ -116,6 +117,22 @@ TokenDep = Annotated[TokenInfo, require("read")]
 SubmitTokenDep = Annotated[TokenInfo, require("submit")]
 AdminTokenDep = Annotated[TokenInfo, require("admin")]
 
-# the paging of every listing (newest first): `limit` rows after skipping `offset`
-PageLimit = Annotated[int, Query(ge=1, le=1000, description="rows per page (1..1000)")]
-PageOffset = Annotated[int, Query(ge=0, le=INT32_MAX, description="rows to skip")]
+
+class PageQuery(BaseModel):
+    """The query of a listing (newest first): `limit` rows after skipping `offset`; an unknown query
+    parameter is refused (a 422), as an unknown body field is."""
+
+    model_config = ConfigDict(extra="forbid")
+    limit: int = Field(default=100, ge=1, le=1000, description="rows per page (1..1000)")
+    offset: int = Field(default=0, ge=0, le=INT32_MAX, description="rows to skip")
+
+
+class FilteredPageQuery(PageQuery):
+    """A page of one kernel's and/or one target's rows."""
+
+    kernel: Text | None = Field(default=None, min_length=1, max_length=128, description="a kernel key")
+    target: Text | None = Field(default=None, max_length=32, description="cpu or cuda:sm_XX")
+
+
+PageDep = Annotated[PageQuery, Query()]
+FilteredPageDep = Annotated[FilteredPageQuery, Query()]

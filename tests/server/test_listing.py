@@ -96,11 +96,13 @@ async def test_tuning_results_as_lookup_serves_them(client: httpx.AsyncClient) -
 
 @pytest.mark.parametrize("path", LISTINGS)
 async def test_paging_and_filters_are_checked(client: httpx.AsyncClient, path: str) -> None:
-    for params in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "x"}, {"offset": 2**31}):
+    refused = ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "x"}, {"offset": 2**31}, {"page": 2}, {"": "x"})
+    for params in refused:  # an unknown parameter too: it is a typo, not a filter
         r = await client.get(path, params=params)
         assert r.status_code == 422, (params, r.text)
     assert (await client.get(path, params={"limit": 1000, "offset": 2**31 - 1})).json() == []
     if path == "/v1/kernels":
+        assert (await client.get(path, params={"kernel": "k"})).status_code == 422  # kernels take no filter
         return
     bad = await client.get(path, params={"target": "sm_90"})
     assert bad.status_code == 422 and bad.json()["error"] == E.BAD_TARGET

@@ -22,7 +22,7 @@ from ...metrics import Metrics
 from ...reads import FORM_READ, read_form
 from ...service import UNREADABLE, artifact_public, check_target, rebuild, sha256, unreadable
 from ...state import AppState
-from ..deps import PageLimit, PageOffset, ReadSessionDep, StateDep, TokenDep
+from ..deps import FilteredPageDep, ReadSessionDep, StateDep, TokenDep
 
 router = APIRouter(prefix="/artifacts", tags=["artifacts"])
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -179,16 +179,13 @@ def list_artifacts(
     session: ReadSessionDep,
     state: StateDep,
     _token: TokenDep,
-    kernel: Annotated[Text | None, Query(min_length=1, max_length=128, description="a kernel key")] = None,
-    target: Annotated[Text | None, Query(max_length=32, description="cpu or cuda:sm_XX")] = None,
-    limit: PageLimit = 100,
-    offset: PageOffset = 0,
+    query: FilteredPageDep,
 ) -> list[ArtifactPublic]:
     """A page of artifacts (metadata, no bytes), newest first, of one kernel and/or target when asked;
     a row that cannot be read back is left out (and counted): GET it by id to have it rebuilt."""
-    if target is not None:
-        check_target(target)
-    page = {"kernel": kernel, "target": target, "limit": limit, "offset": offset}
+    if query.target is not None:
+        check_target(query.target)
+    page = query.model_dump()
     try:
         rows: list[Artifact | None] = list(crud.list_artifacts(session, **page))
     except UNREADABLE:  # one row broke the whole fetch: read the page row by row

@@ -15,7 +15,7 @@ from ... import errors as E
 from ...db import crud
 from ...metrics import Metrics
 from ...service import UNREADABLE, check_input, kernel_public, read_kernel, register_kernel, unreadable
-from ..deps import PageLimit, PageOffset, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import PageDep, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/kernels", tags=["kernels"])
 
@@ -41,15 +41,13 @@ def get_kernel(key: Text, session: ReadSessionDep, state: StateDep, _token: Toke
 
 
 @router.get("", response_model=list[KernelPublic])
-def list_kernels(
-    session: ReadSessionDep, state: StateDep, _token: TokenDep, limit: PageLimit = 100, offset: PageOffset = 0
-) -> list[KernelPublic]:
+def list_kernels(session: ReadSessionDep, state: StateDep, _token: TokenDep, page: PageDep) -> list[KernelPublic]:
     """A page of kernels, newest first, without their IR; a row that cannot be read back is left out
     (and counted)."""
     try:
-        rows: list[Row | None] = list(crud.list_kernels(session, limit=limit, offset=offset))
+        rows: list[Row | None] = list(crud.list_kernels(session, **page.model_dump()))
     except UNREADABLE:  # one row broke the whole fetch: read the page row by row
-        keys = crud.list_kernel_keys(session, limit=limit, offset=offset)
+        keys = crud.list_kernel_keys(session, **page.model_dump())
         rows = [_read_summary(session, state.metrics, key) for key in keys]
     listed = [_summary(state.metrics, row) for row in rows if row is not None]
     return [k for k in listed if k is not None]

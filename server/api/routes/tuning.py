@@ -3,9 +3,9 @@ the results (each as /v1/lookup answers it)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from sqlalchemy import Connection, Row
 from sqlalchemy.orm import Session
 
@@ -17,7 +17,7 @@ from ...db.models import Trial
 from ...metrics import Metrics
 from ...reads import lookup_public
 from ...service import UNREADABLE, check_target, link_mismatch, normalize_config, stored_config, unreadable
-from ..deps import PageLimit, PageOffset, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import FilteredPageDep, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/tuning-results", tags=["tuning"])
 
@@ -136,18 +136,15 @@ def list_results(
     session: ReadSessionDep,
     state: StateDep,
     _token: TokenDep,
-    kernel: Annotated[Text | None, Query(min_length=1, max_length=128, description="a kernel key")] = None,
-    target: Annotated[Text | None, Query(max_length=32, description="cpu or cuda:sm_XX")] = None,
-    limit: PageLimit = 100,
-    offset: PageOffset = 0,
+    query: FilteredPageDep,
 ) -> list[LookupPublic]:
     """A page of tuning results, the most recently improved first, of one kernel and/or target when
     asked; each with its best artifact as /v1/lookup serves it. One that cannot be read back is left out
     (and counted)."""
-    if target is not None:
-        check_target(target)
+    if query.target is not None:
+        check_target(query.target)
     conn = session.connection()
-    page = {"kernel": kernel, "target": target, "limit": limit, "offset": offset}
+    page = query.model_dump()
     try:
         found = crud.list_tuning_results(conn, **page)
     except UNREADABLE:  # one row broke the whole fetch: read the page row by row
