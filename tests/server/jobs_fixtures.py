@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TILEC = ROOT / ".venv" / "bin" / "tilec"
 REDIS_URL = "redis://localhost:6379/11"  # a db of its own, flushed at the start of each cluster
 FINISHED = ("done", "failed", "cancelled")
-# seconds, shortened from the defaults so leases lapse, orphans are reaped and messages redelivered in a test
+# seconds, shortened from the defaults so that in a test leases lapse, orphaned jobs are handed out again and
+# messages are redelivered
 FAST = {
     "TILEC_HEARTBEAT_S": "0.5",
     "TILEC_LEASE_S": "3",
@@ -143,16 +144,7 @@ class Service:
     def start_api(self) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        cmd = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "tilec.server.main:app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ]
+        cmd = [sys.executable, "-m", "uvicorn", "tilec.server.main:app", "--port", str(port), "--log-level", "warning"]  # fmt: skip
         self.api = Proc(cmd, {**self.env, "TILEC_PORT": str(port)}, "api")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -186,6 +178,7 @@ class Service:
         return [w for w in self.workers if w.alive()]
 
     def stop_workers(self) -> None:
+        """Stop every live worker (they stay listed, with their logs)."""
         live = self.live_workers()
         for worker in live:  # all at once: each takes a moment to shut down
             worker.terminate()
@@ -256,6 +249,7 @@ class Service:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             job = self.job(job_id)
+            assert job["trials_done"] == len(job["trials"]) <= job["trials_planned"], job  # progress, always
             if until(job):
                 return job
             time.sleep(0.1)

@@ -36,7 +36,7 @@ def vadd(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 """
 BLOCKS = (64, 128, 256, 512)
-SLOW_BLOCKS = (16, 32, 64, 128, 256, 512)  # at 8M elements: ~6 s of compiles and timings on 2 cores
+SLOW_BLOCKS = (16, 32, 64, 128, 256, 512)  # at 8M elements: 3-7 s of compiles and timings on 2 cores
 SLOW_N = 1 << 23
 MAX_DELIVERIES = int(CELERY["TILEC_MAX_DELIVERIES"])
 RETURNED = r"succeeded in [\d.]+s: '(\w+)'"  # Celery's log line of a task's return value: run_job's outcome
