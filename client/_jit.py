@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,8 @@ class SharedResults:
             from ._client import Client
 
             self._client = Client(self._url, self._token, timeout=_SERVER_TIMEOUT_S)
+            # closed with the kernel, or at exit: a kernel lives as long as its module, usually
+            weakref.finalize(self, self._client.close)
         return self._client
 
     def lookup(self, where: dict[str, str]) -> ConfigSpec | None:
