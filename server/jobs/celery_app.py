@@ -57,8 +57,8 @@ def _tune_job(job_id: int) -> str:
     from celery.exceptions import Reject
     from sqlalchemy.exc import OperationalError
 
-    from .executor import RETRY_S
     from .runner import run_job
+    from .store import RETRY_S
 
     try:
         return run_job(_context(), int(job_id))

@@ -13,9 +13,9 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..settings import Settings
+from .store import RETRY_S
 
 log = logging.getLogger("tilec.jobs")
-RETRY_S = 5.0  # an in-process job that could not be claimed (database down) is queued again after this
 
 
 class BrokerUnavailable(Exception):

@@ -20,6 +20,7 @@ from ..db.models import Trial, TuneJob, TuningResult
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
 LIST_LIMIT = 200
+RETRY_S = 5.0  # a job that could not be claimed (the database is down) is handed out again after this
 
 
 def now() -> datetime:
@@ -59,8 +60,9 @@ def get_job(session: Session, job_id: int) -> TuneJob | None:
     return session.get(TuneJob, job_id)
 
 
-def list_jobs(session: Session, *, state: str | None, kernel: str | None, limit: int = LIST_LIMIT) -> list[TuneJob]:
-    q = select(TuneJob).order_by(TuneJob.id.desc()).limit(limit)
+def list_jobs(session: Session, *, state: str | None, kernel: str | None, limit: int = LIST_LIMIT,
+              offset: int = 0) -> list[TuneJob]:  # fmt: skip
+    q = select(TuneJob).order_by(TuneJob.id.desc()).limit(limit).offset(offset)
     if state is not None:
         q = q.where(TuneJob.state == state)
     if kernel is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from tilec.wire import ErrorPublic, JobState, Text, TuneJobCreate, TuneJobPublic
@@ -12,7 +13,7 @@ from tilec.wire import ErrorPublic, JobState, Text, TuneJobCreate, TuneJobPublic
 from ... import errors as E
 from ...jobs import store
 from ...jobs.service import job_public, submit
-from ..deps import ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import PageQuery, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/tune-jobs", tags=["tune jobs"])
 JobId = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -29,15 +30,18 @@ async def create(body: TuneJobCreate, state: StateDep, token: SubmitTokenDep, re
     return job
 
 
+class JobsQuery(PageQuery):
+    """A page of jobs, of one state and/or one kernel (an unknown query parameter is a 422)."""
+
+    state: JobState | None = None
+    kernel: Text | None = Field(default=None, min_length=1, max_length=128, description="a kernel key")
+
+
 @router.get("", response_model=list[TuneJobPublic])
-def list_jobs(
-    session: ReadSessionDep,
-    _token: TokenDep,
-    state: JobState | None = None,
-    kernel: Annotated[Text | None, Query(max_length=128)] = None,
-) -> list[TuneJobPublic]:
-    """The newest jobs first (up to 200), without their trials."""
-    return [job_public(j, trials=False) for j in store.list_jobs(session, state=state, kernel=kernel)]
+def list_jobs(session: ReadSessionDep, _token: TokenDep, query: Annotated[JobsQuery, Query()]) -> list[TuneJobPublic]:
+    """The newest jobs first, without their trials."""
+    jobs = store.list_jobs(session, state=query.state, kernel=query.kernel, limit=query.limit, offset=query.offset)
+    return [job_public(j, trials=False) for j in jobs]
 
 
 @router.get("/{job_id}", response_model=TuneJobPublic, responses={404: {"model": ErrorPublic}})
