@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script a device call runs (from the repo root): environment facts, then the GPU tests and/or the
 # benchmark side by side with Triton. Logs go to $OUT (or ./gpu_out).
-# Usage: bash bench/gpu_run.sh [all|tests|bench|tune] [quick]   (one stage per call keeps a call under 10 minutes)
+# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first] [quick]   (one stage per call keeps a call under 10 minutes)
 set -uo pipefail
 stage=${1:-all}; quick=${2:-}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -23,4 +23,7 @@ if [ "$stage" = all ] || [ "$stage" = bench ]; then
 fi
 if [ "$stage" = tune ]; then
   timeout 500 python3 bench/tune.py --strategy "${quick:-halving}" --json "$OUT/tune.json" 2>&1 | tee "$OUT/tune.log" | tail -40
+fi
+if [ "$stage" = first ]; then
+  timeout 500 python3 bench/first_launch.py --json "$OUT/first_launch.json" 2>&1 | tee "$OUT/first_launch.log" | tail -20
 fi
