@@ -461,7 +461,7 @@ class ServerBuilds:
                 self.shared._failed(exc, "could not fetch the build; compiling locally")
         if art is None:
             return None, "here"
-        if tuned is not None:
+        if tuned is not None and (where == "server" or tuned[1] is not None):  # the config is new here
             self.local.put_index(self._tuning_index(tuned[0]), {"config": build.config})
         return art, where
 
@@ -501,9 +501,7 @@ class ServerBuilds:
             known.append((entry["artifact_id"], None, True))
         if result is not None and result.artifact is not None:
             known.append((result.artifact.id, result.tuning_key, False))
-        if (
-            self.version is None
-        ):  # a build that exists needs no compile (and no submit scope): ask for it by key
+        if self.version is None:  # a build the server holds needs no compile (nor a submit scope)
             self.version = client.health().compiler_version
         known.append((build.artifact_key(self.version), None, True))
         for artifact_id, tuning_key, ours in known:
