@@ -1,5 +1,6 @@
-"""The tilec client: `tilec.jit` for launching Triton-language kernels locally (NumPy arrays run on
-the cpu target), and the errors it raises. Everything public is re-exported here from private modules.
+"""The tilec client: `tilec.jit` for launching Triton-language kernels (NumPy arrays run on the cpu
+target; with a server, builds come from it and a verified local cache), `load_index` for the kernels
+`tilec pull` wrote, and the errors they raise. Everything public is re-exported here from private modules.
 """
 
 from ._exceptions import (
