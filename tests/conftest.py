@@ -91,3 +91,10 @@ def database_url(migrated_database: str) -> Iterator[str]:
         for table in TABLES:
             conn.execute(text(f"DELETE FROM {table}"))
     engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _own_client_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's client disk cache is its own (never the user's ~/.cache/tilec); a test that shares one
+    between processes passes TILEC_CACHE_DIR or cache= itself."""
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path_factory.mktemp("client-cache")))

@@ -132,7 +132,7 @@ def test_other_bad_input_exits_2(files: Callable[..., tuple[Path, Path]], tmp_pa
     no_traceback(r)
 
 
-def test_on_the_server(service: Callable[..., Service], files: Callable[..., tuple[Path, Path]]) -> None:
+def test_on_the_server(service: Callable[..., Service], files: Callable[..., tuple[Path, Path]], tmp_path: Path) -> None:
     svc = service()
     kernel, launch = files()
     r = tune(kernel, launch, "--json", "--token", svc.tokens["submit"], env={"TILEC_URL": svc.url})
@@ -145,8 +145,11 @@ def test_on_the_server(service: Callable[..., Service], files: Callable[..., tup
     timed = [t for t in out["trials"] if t["status"] in ("ok", "cached")]
     assert out["best"] == min(timed, key=lambda t: t["time_ms"])["config"] == job["best_config"]
 
-    # a jit kernel on the same server launches the job's config without timing any
-    k = client.jit(kernel, server=client.Client(svc.url, svc.tokens["read"]))
+    # a jit kernel on the same server launches the job's config without timing any (the server's key pinned)
+    with client.Client(svc.url) as c:
+        (key,) = c.keys()
+    k = client.jit(kernel, server=client.Client(svc.url, svc.tokens["read"]), trusted_keys=key.public_key,
+                   cache=tmp_path / "cache")
     x, y, o = np.ones(2048, np.float32), np.ones(2048, np.float32), np.zeros(2048, np.float32)
     k[grid](x, y, o, 2048)
     np.testing.assert_array_equal(o, 2)
