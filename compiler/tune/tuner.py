@@ -139,7 +139,8 @@ def process_pool_compiler(workers: int | None = None) -> Compiler:
         if not requests:
             return
         n = max(1, min(len(requests), workers or os.cpu_count() or 1))
-        pool = ProcessPoolExecutor(n, mp_context=mp.get_context("forkserver"))
+        pool = ProcessPoolExecutor(n, mp_context=mp.get_context("forkserver"), initializer=_follow_parent,
+                                   initargs=(os.getpid(),))  # fmt: skip
         try:
             pending: dict[Future, int] = {pool.submit(compile_config, r): i for i, r in enumerate(requests)}
             while pending:
@@ -152,6 +153,25 @@ def process_pool_compiler(workers: int | None = None) -> Compiler:
             pool.shutdown(wait=False, cancel_futures=True)
 
     return run
+
+
+def _follow_parent(parent: int) -> None:
+    """In a compile worker: exit when the process that started the pool is gone (a tune worker killed
+    mid-job), instead of compiling on for nobody. Its parent is the forkserver, so watch the pid."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:  # alive, another user's (cannot happen for our own parent)
+                pass
+
+    threading.Thread(target=watch, daemon=True, name="tilec-follow-parent").start()
 
 
 def in_process_compiler(requests: list[CompileRequest]) -> Iterator[tuple[int, Compiled]]:
