@@ -5,20 +5,20 @@ exit 1, bad input exits 2, never a traceback. Also the Client's listing methods,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from typer.testing import Result
 
-from tests.server.conftest import ADD_IR, free_port, make_settings
+from tests.server.conftest import ADD_IR, Uvicorn, free_port, make_settings
 from tilec import client
 from tilec.server.app import create_app
 from tilec.server.db.migrate import upgrade
 from tilec.wire import CompileCreate, ConfigSpec, KernelCreate
 
-from .conftest import Service
+from .conftest import Service, _make_tokens
 from .test_cli_tune import LAUNCH, SIG, app, files, no_traceback, runner, tune  # noqa: F401 - files: fixture
 
 
@@ -41,15 +41,22 @@ def fails(r: Result, code: int, *words: str) -> None:
     no_traceback(r)
 
 
-@pytest.fixture
-def stocked(service: Callable[..., Service]) -> tuple[Service, dict]:
-    """A service holding one IR kernel and its cpu and tir builds."""
-    svc = service()
-    with client.Client(svc.url, svc.tokens["submit"]) as c:
-        kernel = c.submit_kernel(KernelCreate(ir=ADD_IR))
-        obj = c.compile(CompileCreate(kernel_key=kernel.key, target="cpu"))
-        tir = c.compile(CompileCreate(kernel_key=kernel.key, target="cpu", emit="tir"))
-    return svc, {"kernel": kernel.key, "object": obj.id, "tir": tir.id}
+@pytest.fixture(scope="module")
+def stocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, dict]]:
+    """A service holding one IR kernel and its cpu and tir builds, shared by the tests that only read it."""
+    root = tmp_path_factory.mktemp("stocked")
+    url = f"sqlite:///{root / 'tilec.db'}"
+    tokens = _make_tokens(url)
+    server = Uvicorn({"TILEC_DATABASE_URL": url, "TILEC_DATA_DIR": str(root), "TILEC_AUTH": "true"}).start()
+    try:
+        svc = Service(server.url, tokens, server)
+        with client.Client(svc.url, svc.tokens["submit"]) as c:
+            kernel = c.submit_kernel(KernelCreate(ir=ADD_IR))
+            obj = c.compile(CompileCreate(kernel_key=kernel.key, target="cpu"))
+            tir = c.compile(CompileCreate(kernel_key=kernel.key, target="cpu", emit="tir"))
+        yield svc, {"kernel": kernel.key, "object": obj.id, "tir": tir.id}
+    finally:
+        server.stop()
 
 
 def test_ls_tables_and_json(stocked: tuple[Service, dict]) -> None:
