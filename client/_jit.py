@@ -444,11 +444,11 @@ class ServerBuilds:
     ) -> tuple[Artifact | None, str]:
         """(the verified artifact, "disk" or "server"), or (None, "here") when this process is to build it.
         `tuned`: the tuning key's parts and the server's answer for it, when the build is that key's config."""
-        from ._client import AuthError, ServiceError
-
-        art, entry = self._from_disk(build)
+        art, entry = self._from_disk(build)  # no network and no HTTP client: a cached launch imports neither
         where = "disk"
         if art is None and self.shared.reachable:
+            from ._client import AuthError, ServiceError
+
             where = "server"
             try:
                 art = self._from_server(build, source, name, entry, tuned[1] if tuned else None)
