@@ -74,6 +74,7 @@ MSG_NO_WORKER = (
 )
 MSG_BROKER_UNAVAILABLE = "the job broker is unavailable ({reason}); the job was not accepted, retry later"
 MSG_JOB_NOT_FOUND = "no tune job {id}"
+MSG_QUERY_REPEATED = "query parameter {name!r} is given more than once"
 MSG_MANIFEST_NO_RESULT = "tuning_key: no tuning result {tkey}, so artifact {id} cannot be vouched for as its best"
 MSG_MANIFEST_OTHER_ARTIFACT = "tuning_key: the best config of tuning result {tkey} is artifact {linked}, not {id}"
 MSG_MANIFEST_NO_BUILD = "tuning_key: the best config of tuning result {tkey} has no stored build, so it is not {id}"

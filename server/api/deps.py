@@ -136,3 +136,17 @@ class FilteredPageQuery(PageQuery):
 
 PageDep = Annotated[PageQuery, Query()]
 FilteredPageDep = Annotated[FilteredPageQuery, Query()]
+
+
+def _once_each(request: Request) -> None:
+    """Refuse a query parameter given more than once (?kernel=a&kernel=b): a listing would otherwise
+    filter by whichever came last."""
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name in seen:
+            shown = name.encode("utf-8", "backslashreplace").decode()[:100]
+            raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_QUERY_REPEATED.format(name=shown))
+        seen.add(name)
+
+
+OnceEach = Depends(_once_each)

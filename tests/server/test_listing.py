@@ -16,7 +16,7 @@ from .conftest import ADD_IR
 from .test_cache import metric
 from .test_integrity import CORRUPT, _corrupt, _json_garbage, engine  # noqa: F401 - engine is a fixture
 
-LISTINGS = ("/v1/kernels", "/v1/artifacts", "/v1/tuning-results")
+LISTINGS = ("/v1/kernels", "/v1/artifacts", "/v1/tuning-results", "/v1/tune-jobs")
 
 
 async def add_kernel(client: httpx.AsyncClient, name: str) -> str:
@@ -100,12 +100,15 @@ async def test_paging_and_filters_are_checked(client: httpx.AsyncClient, path: s
     for params in refused:  # an unknown parameter too: it is a typo, not a filter
         r = await client.get(path, params=params)
         assert r.status_code == 422, (params, r.text)
+    twice = await client.get(path, params=[("limit", 5), ("limit", 6)])  # not "whichever came last"
+    assert twice.status_code == 422 and "more than once" in twice.json()["detail"], twice.text
     assert (await client.get(path, params={"limit": 1000, "offset": 2**31 - 1})).json() == []
     if path == "/v1/kernels":
         assert (await client.get(path, params={"kernel": "k"})).status_code == 422  # kernels take no filter
         return
     bad = await client.get(path, params={"target": "sm_90"})
-    assert bad.status_code == 422 and bad.json()["error"] == E.BAD_TARGET
+    code = E.INVALID_REQUEST if path == "/v1/tune-jobs" else E.BAD_TARGET  # jobs filter by state, not target
+    assert bad.status_code == 422 and bad.json()["error"] == code
     assert (await client.get(path, params={"kernel": ""})).status_code == 422
     assert (await client.get(path, params={"kernel": "a\x00b"})).status_code == 422
 

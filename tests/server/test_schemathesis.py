@@ -31,7 +31,7 @@ from tilec.server.db import crud
 
 from .conftest import ADD_IR, Uvicorn
 
-EXAMPLES = 30  # per operation and generation mode; three times that for a POST (it writes)
+EXAMPLES = 20  # per operation and generation mode; three times that for a POST (it writes)
 EDGE_INTS = [
     2**31 - 1,
     2**31,

@@ -22,7 +22,7 @@ from ...metrics import Metrics
 from ...reads import FORM_READ, read_form
 from ...service import UNREADABLE, artifact_public, check_target, rebuild, sha256, unreadable
 from ...state import AppState
-from ..deps import FilteredPageDep, ReadSessionDep, StateDep, TokenDep
+from ..deps import FilteredPageDep, OnceEach, ReadSessionDep, StateDep, TokenDep
 
 router = APIRouter(prefix="/artifacts", tags=["artifacts"])
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -174,7 +174,7 @@ async def get_artifact_form(
     return _respond(request, body, digest, media)
 
 
-@router.get("", response_model=list[ArtifactPublic], responses={422: {"model": ErrorPublic}})
+@router.get("", response_model=list[ArtifactPublic], responses={422: {"model": ErrorPublic}}, dependencies=[OnceEach])
 def list_artifacts(
     session: ReadSessionDep,
     state: StateDep,

@@ -15,7 +15,7 @@ from ... import errors as E
 from ...db import crud
 from ...metrics import Metrics
 from ...service import UNREADABLE, check_input, kernel_public, read_kernel, register_kernel, unreadable
-from ..deps import PageDep, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import OnceEach, PageDep, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/kernels", tags=["kernels"])
 
@@ -40,7 +40,7 @@ def get_kernel(key: Text, session: ReadSessionDep, state: StateDep, _token: Toke
     return kernel_public(row)
 
 
-@router.get("", response_model=list[KernelPublic])
+@router.get("", response_model=list[KernelPublic], dependencies=[OnceEach])
 def list_kernels(session: ReadSessionDep, state: StateDep, _token: TokenDep, page: PageDep) -> list[KernelPublic]:
     """A page of kernels, newest first, without their IR; a row that cannot be read back is left out
     (and counted)."""

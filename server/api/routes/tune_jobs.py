@@ -13,7 +13,7 @@ from tilec.wire import ErrorPublic, JobState, Text, TuneJobCreate, TuneJobPublic
 from ... import errors as E
 from ...jobs import store
 from ...jobs.service import job_public, submit
-from ..deps import PageQuery, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import OnceEach, PageQuery, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/tune-jobs", tags=["tune jobs"])
 JobId = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -37,7 +37,7 @@ class JobsQuery(PageQuery):
     kernel: Text | None = Field(default=None, min_length=1, max_length=128, description="a kernel key")
 
 
-@router.get("", response_model=list[TuneJobPublic])
+@router.get("", response_model=list[TuneJobPublic], dependencies=[OnceEach])
 def list_jobs(session: ReadSessionDep, _token: TokenDep, query: Annotated[JobsQuery, Query()]) -> list[TuneJobPublic]:
     """The newest jobs first, without their trials."""
     jobs = store.list_jobs(session, state=query.state, kernel=query.kernel, limit=query.limit, offset=query.offset)

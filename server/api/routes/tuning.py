@@ -17,7 +17,7 @@ from ...db.models import Trial
 from ...metrics import Metrics
 from ...reads import lookup_public
 from ...service import UNREADABLE, check_target, link_mismatch, normalize_config, stored_config, unreadable
-from ..deps import FilteredPageDep, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
+from ..deps import FilteredPageDep, OnceEach, ReadSessionDep, StateDep, SubmitTokenDep, TokenDep
 
 router = APIRouter(prefix="/tuning-results", tags=["tuning"])
 
@@ -131,7 +131,7 @@ def _trial_public(metrics: Metrics, t: Trial) -> TrialPublic | None:
         return None
 
 
-@router.get("", response_model=list[LookupPublic], responses={422: {"model": ErrorPublic}})
+@router.get("", response_model=list[LookupPublic], responses={422: {"model": ErrorPublic}}, dependencies=[OnceEach])
 def list_results(
     session: ReadSessionDep,
     state: StateDep,
