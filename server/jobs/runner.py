@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tilec.client._tune import Prepared, TuneSpec, prepare, run_tune
@@ -129,6 +130,8 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     try:
         outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
                                    cancelled=lambda: beat.stop_now, compiler=process_pool_compiler(workers))  # fmt: skip
+    except OperationalError:  # the database went away mid-tune: not the job's fault; it is taken up again
+        raise
     except Exception as exc:  # noqa: BLE001 - the tune's own failure (not the worker's): fail once, with it
         log.exception("job %s failed", job_id)
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
