@@ -76,7 +76,7 @@ def prepare(spec: TuneSpec) -> Prepared:
     key_names = list(autotune.key) if autotune else []
     unknown = [n for n in key_names if n not in resolved.params]
     key = key_string([n for n in key_names if n not in unknown], resolved.key_values([n for n in key_names if n not in unknown]))
-    hints = {n: scalar_hints(v) for n, v in resolved.scalars.items() if scalar_hints(v)}
+    hints = {n: h for n, v in resolved.scalars.items() if (h := scalar_hints(v))}
     hints.update({n: {"divisibility": 16} for n in resolved.tensors})  # fresh allocations are aligned
     base = CompileRequest(
         text=spec.source,

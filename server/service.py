@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
 from tilec.compiler.frontend import Budgets
 from tilec.compiler.request import CompileRequest
+from tilec.compiler.tune import space
 from tilec.wire import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Emit, KernelCreate, KernelPublic
 
 from . import errors as E
@@ -123,11 +124,7 @@ def link_mismatch(*, kernel_key: str, target: str, config: dict[str, Any], build
 
 
 def normalize_config(config: ConfigSpec) -> dict[str, Any]:
-    return {
-        "kwargs": dict(sorted(config.kwargs.items())),
-        "num_warps": config.num_warps or 4,
-        "num_stages": config.num_stages or 3,
-    }
+    return space.normalise(config.kwargs, config.num_warps, config.num_stages)  # the tuner's form, exactly
 
 
 def check_target(target: str) -> str:
@@ -414,9 +411,9 @@ async def _build_new(
     return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
 
 
-async def _store_artifact(
-    state: AppState, *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
-) -> ArtifactPublic:
+def artifact_values(*, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict) -> dict[str, Any]:
+    """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included;
+    the compile route and the tune-job runner store their builds through it."""
     binary = art["binary"] or b""
     values = {
         "key": key,
@@ -436,6 +433,13 @@ async def _store_artifact(
         "size": len(binary),
     }
     values.update(text_digests(values))
+    return values
+
+
+async def _store_artifact(
+    state: AppState, *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
+) -> ArtifactPublic:
+    values = artifact_values(kernel_key=kernel_key, key=key, spec=spec, config=config, target=target, art=art)
     await state.write(lambda s: crud.put_artifact(s, values=values))
     for form in FORMS:
         state.blobs.drop((key, form))

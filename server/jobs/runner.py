@@ -14,7 +14,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import OperationalError
@@ -31,7 +31,7 @@ from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_
 from ..db import crud
 from ..db.engine import make_engine, session_factories
 from ..db.models import TuneJob
-from ..service import sha256, text_digests
+from ..service import artifact_values
 from ..settings import Settings
 from . import store
 
@@ -204,14 +204,8 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
 
 def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact) -> dict[str, Any]:
     key = artifact_key(job.kernel_key, spec, config, job.target, compiler_version())
-    values = {
-        "key": key, "kernel_key": job.kernel_key, "kernel_name": art.kernel_name, "target": job.target,
-        "emit": spec["emit"], "compiler_version": art.compiler_version, "spec": spec, "config": config,
-        "binary": art.binary, "tir": art.tir or "", "llir": art.llir or "", "ptx": art.ptx or "",
-        "meta": art.metadata or {}, "sha256": sha256(art.binary), "size": len(art.binary),
-    }  # fmt: skip
-    values.update(text_digests(values))
-    return values
+    return artifact_values(kernel_key=job.kernel_key, key=key, spec=spec, config=config, target=job.target,
+                           art=asdict(art))  # fmt: skip
 
 
 def _trial_row(t: Trial, device: dict, artifact: str | None) -> dict[str, Any]:
