@@ -1,4 +1,5 @@
-"""The cuda runtime: loads cubins with the driver API of cuda-python and launches them with cuLaunchKernel.
+"""The cuda runtime: loads cubins (cuModuleLoadData) and launches them (cuLaunchKernelEx), through the
+ctypes driver calls of client/_libcuda.py.
 
 A loaded module is cached per (artifact, context); each launch writes the arguments into prebuilt
 ctypes slots (no allocation) and launches on the arguments' current stream (torch's when torch
@@ -17,6 +18,7 @@ import numpy as np
 
 from tilec.compiler.artifact import Artifact, parse_target
 
+from . import _libcuda
 from ._exceptions import ArchMismatchError, ArgumentError, LaunchError, TargetError
 from ._grid import check_grid
 
@@ -41,6 +43,8 @@ _initialised = False
 
 
 def _driver():
+    """cuda-python's driver module, for the benchmark (events, allocations, graphs); loading and
+    launching go through client/_libcuda.py, which imports in a fraction of the time."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:  # pragma: no cover - cuda-python is a dependency of the cuda extra
@@ -63,37 +67,40 @@ def check(result) -> Any:
 def _init() -> None:
     global _initialised
     if not _initialised:
-        check(_driver().cuInit(0))
+        _libcuda.driver().call("cuInit", 0)
         _initialised = True
 
 
 def _context(device: int) -> int:
     """The current context, or the device's primary context made current (no torch/CuPy present)."""
-    driver = _driver()
+    d = _libcuda.driver()
     _init()
-    ctx = check(driver.cuCtxGetCurrent())
-    if int(ctx) != 0:
-        return int(ctx)
-    dev = check(driver.cuDeviceGet(device))
-    ctx = check(driver.cuDevicePrimaryCtxRetain(dev))
-    check(driver.cuCtxSetCurrent(ctx))
-    return int(ctx)
+    ctx = _libcuda.out_ptr(d, "cuCtxGetCurrent")
+    if ctx != 0:
+        return ctx
+    dev = _libcuda.out_int(d, "cuDeviceGet", device)
+    ctx = _libcuda.out_ptr(d, "cuDevicePrimaryCtxRetain", dev)
+    d.call("cuCtxSetCurrent", ctx)
+    return ctx
 
 
 def synchronize() -> None:
     """Wait for all work of the current context (autotune trials time whole runs, not launches)."""
-    check(_driver().cuCtxSynchronize())
+    _libcuda.driver().call("cuCtxSynchronize")
 
 
 def device_sm(device: int) -> int:
     sm = _sm_of_device.get(device)
     if sm is None:
-        driver = _driver()
+        d = _libcuda.driver()
         _init()
-        dev = check(driver.cuDeviceGet(device))
-        attr = driver.CUdevice_attribute
-        major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
-        minor = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+        dev = _libcuda.out_int(d, "cuDeviceGet", device)
+        major = _libcuda.out_int(
+            d, "cuDeviceGetAttribute", _libcuda.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev
+        )
+        minor = _libcuda.out_int(
+            d, "cuDeviceGetAttribute", _libcuda.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev
+        )
         sm = 10 * major + minor
         _sm_of_device[device] = sm
     return sm
@@ -148,7 +155,9 @@ def arch_mismatch(artifact_target: str, device: DeviceArch) -> ArchMismatchError
         return None
     if sm // 10 != device.sm // 10:
         return device.mismatch(artifact_target, f"a cubin for sm_{sm} does not run on another major arch")
-    return device.mismatch(artifact_target, f"a cubin for sm_{sm} runs on sm_{sm} and later minor versions only")
+    return device.mismatch(
+        artifact_target, f"a cubin for sm_{sm} runs on sm_{sm} and later minor versions only"
+    )
 
 
 def load_refusal(error_name: str, artifact_target: str, device: DeviceArch) -> ArchMismatchError | None:
@@ -162,26 +171,30 @@ def device_arch(device: int) -> DeviceArch:
     """The arch check's view of a GPU, asked of the driver once per device."""
     arch = _arch_of_device.get(device)
     if arch is None:
-        driver = _driver()
+        d = _libcuda.driver()
         _init()
-        dev = check(driver.cuDeviceGet(device))
-        err, raw = driver.cuDeviceGetName(256, dev)
-        name = raw.split(b"\0", 1)[0].decode(errors="replace") if int(err) == 0 else "an unnamed GPU"
-        arch = DeviceArch(device, name, device_sm(device), int(check(driver.cuDriverGetVersion())))
+        dev = _libcuda.out_int(d, "cuDeviceGet", device)
+        raw = ctypes.create_string_buffer(256)
+        name = (
+            raw.value.decode(errors="replace") if d.cuDeviceGetName(raw, 256, dev) == 0 else "an unnamed GPU"
+        )
+        arch = DeviceArch(device, name, device_sm(device), _libcuda.out_int(d, "cuDriverGetVersion"))
         _arch_of_device[device] = arch
     return arch
 
 
-def _load_module(driver, binary: bytes, artifact_target: str, device: DeviceArch) -> Any:
+def _load_module(binary: bytes, artifact_target: str, device: DeviceArch) -> int:
     """cuModuleLoadData, its arch and driver refusals translated into ArchMismatchError."""
-    err, module = driver.cuModuleLoadData(binary)
-    if int(err) == 0:
-        return module
-    _, name = driver.cuGetErrorName(err)
-    refused = load_refusal(name.decode() if name else "", artifact_target, device)
+    d = _libcuda.driver()
+    module = ctypes.c_void_p()
+    rc = d.cuModuleLoadData(ctypes.byref(module), binary)
+    if rc == 0:
+        return module.value or 0
+    name = d.error_name(rc)
+    refused = load_refusal(name, artifact_target, device)
     if refused is not None:
         raise refused
-    return check((err, module))
+    raise LaunchError(f"CUDA driver error {rc} ({name}) in cuModuleLoadData")
 
 
 # ---- arguments -----------------------------------------------------------------------------------
@@ -230,7 +243,9 @@ def cuda_target(args: list[Any]) -> str:
     """'cuda:sm_XX' of the device the CUDA arrays among `args` live on (all on one device)."""
     devs = {array_info("?", a)[2] for a in args if is_cuda_array(a)}
     if len(devs) > 1:
-        raise TargetError(f"the CUDA arrays live on several devices {sorted(devs)}; pass arrays of one device")
+        raise TargetError(
+            f"the CUDA arrays live on several devices {sorted(devs)}; pass arrays of one device"
+        )
     return f"cuda:sm_{device_sm(devs.pop() if devs else 0)}"
 
 
@@ -300,7 +315,9 @@ class Launcher:
         try:
             self.pack(self.buf, 0, *raw)
         except struct.error as exc:
-            raise ArgumentError(f"cannot pass these arguments to the kernel ({exc}); expected {self.nargs}") from None
+            raise ArgumentError(
+                f"cannot pass these arguments to the kernel ({exc}); expected {self.nargs}"
+            ) from None
         if grid != self.grid:
             self.config.gridDimX, self.config.gridDimY, self.config.gridDimZ = check_grid(grid, {})
             self.grid = grid
@@ -316,25 +333,27 @@ class CudaKernel:
     def __init__(self, art: Artifact):
         if not art.target.startswith("cuda") or not art.binary.startswith(b"\x7fELF"):
             raise LaunchError(f"artifact for {art.target!r} is not a cubin")
-        driver = _driver()
+        d = _libcuda.driver()
         self.name = art.kernel_name
         meta = art.metadata
         self.threads = int(meta["threads_per_block"])
         self.shared = int(meta.get("shared_bytes", 0))
         self.kinds = list(meta["arg_kinds"])
-        device = device_arch(int(check(driver.cuCtxGetDevice())))  # the GPU of the current context
+        device = device_arch(_libcuda.out_int(d, "cuCtxGetDevice"))  # the GPU of the current context
         refused = arch_mismatch(art.target, device)
         if refused is not None:
             raise refused
-        self.module = _load_module(driver, art.binary, art.target, device)
-        self.func = check(driver.cuModuleGetFunction(self.module, self.name.encode()))
+        self.module = _load_module(art.binary, art.target, device)
+        self.func = _libcuda.out_ptr(d, "cuModuleGetFunction", self.module, self.name.encode())
         if self.shared > 48 * 1024:
-            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            check(driver.cuFuncSetAttribute(self.func, attr, self.shared))
-        self._driver = driver
-        self.func_addr = int(self.func)
+            d.call("cuFuncSetAttribute", self.func, _libcuda.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   self.shared)  # fmt: skip
+        self._driver = d
+        self.func_addr = self.func
         ex = _raw_launcher()
-        self.fast = Launcher(self.func_addr, self.threads, self.shared, self.kinds, ex) if ex is not None else None
+        self.fast = (
+            Launcher(self.func_addr, self.threads, self.shared, self.kinds, ex) if ex is not None else None
+        )
 
     def launch(self, raw_args: list[Any], grid: tuple[int, int, int], stream: int = 0) -> None:
         if len(raw_args) != len(self.kinds):
@@ -346,13 +365,13 @@ class CudaKernel:
             return
         slots = [_CTYPES[k](v) for k, v in zip(self.kinds, raw_args, strict=True)]
         params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(x) for x in slots])
-        err = self._driver.cuLaunchKernel(self.func, grid[0], grid[1], grid[2], self.threads, 1, 1, self.shared, stream,
-                                          ctypes.addressof(params), 0)  # fmt: skip
-        if int(err[0]) != 0:
-            check(err)
+        rc = self._driver.cuLaunchKernel(self.func, grid[0], grid[1], grid[2], self.threads, 1, 1, self.shared,
+                                         stream or None, params, None)  # fmt: skip
+        if rc:
+            self.fail(rc)
 
     def fail(self, rc: int) -> None:
-        check((self._driver.CUresult(rc),))
+        raise LaunchError(f"CUDA driver error {rc} ({self._driver.error_name(rc)}) launching {self.name}")
 
 
 def load(art: Artifact, device: int = 0) -> CudaKernel:
@@ -376,21 +395,21 @@ def launch(art: Artifact, args: list[Any], grid: tuple[int, int, int]) -> None:
 
 # ---- the warm launch path -------------------------------------------------------------------------
 
-_libcuda = None
+_launch_ex = None
 
 
 def _raw_launcher():
     """cuLaunchKernelEx straight from libcuda through ctypes (no argtypes: its four arguments are
     prebuilt pointer objects), or None where libcuda or the entry point is missing."""
-    global _libcuda
-    if _libcuda is None:
+    global _launch_ex
+    if _launch_ex is None:
         try:
-            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            fn = _libcuda.driver().lib.cuLaunchKernelEx
             fn.restype = ctypes.c_int
-            _libcuda = fn
-        except (OSError, AttributeError):
-            _libcuda = False
-    return _libcuda or None
+            _launch_ex = fn
+        except (TargetError, AttributeError):
+            _launch_ex = False
+    return _launch_ex or None
 
 
 class FastPath:
@@ -398,7 +417,9 @@ class FastPath:
     keyword values) to a loaded kernel, so a warm `k[grid](...)` skips binding, specialisation and
     the artifact cache. Calls the table cannot answer return False and take the full path."""
 
-    def __init__(self, params, constexpr_names: set[str] | None = None, tensor_type=None, stream_of=None) -> None:
+    def __init__(
+        self, params, constexpr_names: set[str] | None = None, tensor_type=None, stream_of=None
+    ) -> None:
         self.names = [p.name for p in params]
         consts = constexpr_names if constexpr_names is not None else {p.name for p in params if p.constexpr}
         self.const_pos = tuple(i for i, n in enumerate(self.names) if n in consts)
@@ -476,7 +497,9 @@ class FastPath:
             grid = grid(meta)
         return (grid,) if isinstance(grid, int) else tuple(grid)
 
-    def remember(self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict) -> None:
+    def remember(
+        self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict
+    ) -> None:
         if any(n in kwargs for n in runtime_names):
             return
         if self.tensor is None:

@@ -148,7 +148,7 @@ def test_on_a_gpu_a_cubin_for_another_arch_is_refused_typed() -> None:
 
     # the driver refuses it too when asked directly: its CUresult becomes the same typed error
     with pytest.raises(ArchMismatchError) as by_driver:
-        rt._load_module(rt._driver(), other.binary, other.target, device)
+        rt._load_module(other.binary, other.target, device)
     assert any(name in str(by_driver.value) for name in LOAD_REFUSALS), str(by_driver.value)
 
     own = _cubin(device.target)  # the device's own arch loads and runs
