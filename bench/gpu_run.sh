@@ -25,6 +25,10 @@ if [ "$stage" = tune ]; then
   timeout 500 python3 bench/tune.py --strategy "${quick:-halving}" --json "$OUT/tune.json" 2>&1 | tee "$OUT/tune.log" | tail -40
 fi
 if [ "$stage" = first ]; then
+  # the client path's GPU tests first (the ctypes driver, a refused cubin rebuilt from PTX), then the bench
+  timeout 240 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+    tests/client/test_arch_mismatch.py tests/cuda/test_launch_path.py tests/cuda/test_gpu.py 2>&1 \
+    | tee "$OUT/client_gpu_tests.log" | tail -15
   # as an installed package would be: byte-compiled (the wheels above are installed with --no-compile)
   python3 -m compileall -q -j 0 /tmp/site tilec compiler client server migrations > /dev/null 2>&1
   timeout 500 python3 bench/first_launch.py --json "$OUT/first_launch.json" 2>&1 | tee "$OUT/first_launch.log" | tail -20

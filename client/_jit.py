@@ -20,6 +20,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from tilec.compiler.frontend import ConfigSpec
 from tilec.compiler.pipeline import compile_kernel
 from tilec.compiler.tune.keys import dtypes_string, key_string
 
-from ._exceptions import ArgumentError
+from ._exceptions import ArchMismatchError, ArgumentError
 from ._grid import check_grid
 from ._launch import ArgSpec, BF16Array, launch, select_target, specialise
 
@@ -194,8 +195,32 @@ class JITKernel:
         art = self.artifact(full, options, **how)
         g = check_grid(grid, full)
         runtime_args = [full[n] for n in self.runtime_names(full)]
-        launch(options.target, art, runtime_args, g)
+        try:
+            launch(options.target, art, runtime_args, g)
+        except ArchMismatchError as refused:
+            art = self._rebuild_for_driver(full, options, art, refused)
+            launch(options.target, art, runtime_args, g)
         return art
+
+    def _rebuild_for_driver(self, full: dict[str, Any], options: CompileOptions, art: Artifact,
+                            refused: ArchMismatchError) -> Artifact:  # fmt: skip
+        """The build for a GPU whose driver refused `art`'s cubin (built for another arch, or by a toolkit
+        newer than the driver): the kernel compiled here to PTX for the device's arch, which the driver's
+        own compiler turns into code for its GPU at load. Kept in memory for this specialisation; if the
+        driver refuses that PTX too, its ArchMismatchError is the caller's."""
+        warnings.warn(f"{refused}; rebuilding {self.name} from PTX for the driver to compile", UserWarning,
+                      stacklevel=4)  # fmt: skip
+        specs, constexprs = self.specialisation(full)
+        target = refused.device_target
+        ptx = compile_kernel(self.source, self.name, signature={n: s.type for n, s in specs.items()},
+                             constexprs=constexprs, hints={n: dict(s.hints) for n, s in specs.items() if s.hints},
+                             options=replace(options, target=target), emit="ptx")  # fmt: skip
+        rebuilt = Artifact(target=target, kernel_name=ptx.kernel_name, binary=ptx.ptx.encode() + b"\0", ptx=ptx.ptx,
+                           metadata=dict(ptx.metadata), compiler_version=ptx.compiler_version)  # fmt: skip
+        for key, held in list(self.cache.items()):
+            if held is art:
+                self.cache[key] = rebuilt
+        return rebuilt
 
     def _config_args(self, bound: dict[str, Any], cfg) -> tuple[dict[str, Any], dict]:
         merged = dict(bound)

@@ -331,7 +331,8 @@ class CudaKernel:
     """A cubin loaded into one context, with its prepared launcher."""
 
     def __init__(self, art: Artifact):
-        if not art.target.startswith("cuda") or not art.binary.startswith(b"\x7fELF"):
+        ptx = art.metadata.get("emit") == "ptx"  # PTX text the driver compiles at load (a driver rebuild)
+        if not art.target.startswith("cuda") or not (art.binary.startswith(b"\x7fELF") or ptx):
             raise LaunchError(f"artifact for {art.target!r} is not a cubin")
         d = _libcuda.driver()
         self.name = art.kernel_name

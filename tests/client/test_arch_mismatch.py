@@ -156,3 +156,36 @@ def test_on_a_gpu_a_cubin_for_another_arch_is_refused_typed() -> None:
     rt.launch(own, [x, 1000], (8, 1, 1))
     torch.cuda.synchronize()
     assert torch.equal(x, torch.ones_like(x))
+
+
+@pytest.mark.skipif(gpu_reason() is not None, reason=gpu_reason() or "")
+def test_on_a_gpu_a_refused_cubin_is_rebuilt_from_ptx_by_the_driver() -> None:
+    """A build the driver refuses (here: an sm of another major arch under the device's own target, as a
+    cubin from a newer toolkit would be) is rebuilt: compiled here to PTX, loaded by the driver's JIT, and
+    launched, with a warning that says so; the rebuild is kept for the next launch."""
+    import dataclasses
+
+    import torch
+
+    from tilec.client import _runtime_cuda as rt
+    from tilec.client._jit import JITKernel
+
+    torch.zeros(1, device="cuda")
+    device = rt.device_arch(torch.cuda.current_device())
+    k = JITKernel(ADD1, "add1")
+    x = torch.zeros(1000, device="cuda")
+    k[(8,)](x, 1000, BLOCK=128)
+    ((key, art),) = k.cache.items()
+    assert art.target == device.target and art.binary.startswith(b"\x7fELF")
+    foreign = _cubin("cuda:sm_80" if device.sm // 10 != 8 else "cuda:sm_90")
+    k.cache[key] = dataclasses.replace(art, binary=foreign.binary)  # the device's target, another arch's SASS
+    k.__dict__.pop("_cuda_fast", None)  # the warm path holds the good module: take the full path
+    with pytest.warns(UserWarning, match="rebuilding add1 from PTX"):
+        k[(8,)](x, 1000, BLOCK=128)
+    torch.cuda.synchronize()
+    assert torch.equal(x, torch.full_like(x, 2.0))
+    rebuilt = k.cache[key]
+    assert rebuilt.metadata["emit"] == "ptx" and rebuilt.binary.endswith(b"\0") and b".target" in rebuilt.binary
+    k[(8,)](x, 1000, BLOCK=128)  # no second warning: warnings are errors in this suite
+    torch.cuda.synchronize()
+    assert torch.equal(x, torch.full_like(x, 3.0))
