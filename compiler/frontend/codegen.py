@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
 from ..ir import Loc, Module
-from . import blockptr, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
+from ..ir.types import ScalarType
+from . import blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
 from .library import LIB, cast, expand_dims, lookup, reduce, reshape, scan, trans
 from .reader import KernelSource, ModuleInfo
 from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
@@ -399,34 +400,86 @@ class ExprGen:
             raise self.error(f"{name}() failed: {exc}") from None
 
     def combine_call(self, name: str, node: ast.Call) -> Any:
-        """tl.reduce / tl.associative_scan with a combine function we recognise (a+b, a*b, max, min...)."""
+        """tl.reduce(input, axis, combine_fn, keep_dims), tl.associative_scan(input, axis, combine_fn,
+        reverse): one tensor with a combine we recognise (a+b, a*b, max, min...) takes the reduce/scan fast
+        path; any other @triton.jit combine, or a tuple of tensors, the general reduce_with/scan_with
+        (combine.py). A tuple input gives a tuple of results, as in Triton."""
         args, kwargs = self.call_args(node)
-        params = ["input", "axis", "combine_fn"]
+        is_reduce = name.endswith("reduce")
+        params = ["input", "axis", "combine_fn", "keep_dims" if is_reduce else "reverse"]
+        if len(args) > len(params) or any(k not in params for k in kwargs):
+            raise self.error(f"{_short(name)} takes ({', '.join(params)})")
         bound = dict(zip(params, args, strict=False))
         bound.update(kwargs)
-        fn = bound.get("combine_fn")
-        if not isinstance(fn, JitFunction) or "input" not in bound or "axis" not in bound:
-            raise self.error(f"{_short(name)} needs (input, axis, combine_fn) with a @triton.jit combine_fn")
-        kind = combine_kind(fn.node, self.ctx.mod)
-        if kind is None:
-            raise self.error(f"{_short(name)}: combine function '{fn.node.name}' is not one of a+b, a*b, "
-                             "tl.maximum, tl.minimum, a&b, a|b, a^b", UnsupportedSyntaxError)
-        if name.endswith("reduce"):
-            return reduce(self.sem, bound["input"], bound["axis"], kind, bound.get("keep_dims", False))
-        if kind not in ("sum", "prod", "max", "min"):
-            raise self.error(f"associative_scan does not support the {kind} combine")
-        return scan(self.sem, bound["input"], bound["axis"], kind, bound.get("reverse", False))
+        if any(p not in bound for p in params[:3]):
+            raise self.error(f"{_short(name)} needs (input, axis, combine_fn)")
+        items = list(bound["input"]) if isinstance(bound["input"], (tuple, list)) else [bound["input"]]
+        fn, flag = bound["combine_fn"], bound.get(params[3], False)
+        kind = _fast_kind(fn, items, is_reduce, self.ctx.mod)
+        if kind is not None:
+            out = [reduce(self.sem, items[0], bound["axis"], kind, flag) if is_reduce
+                   else scan(self.sem, items[0], bound["axis"], kind, flag)]
+        else:
+            build = combine.reduce_with if is_reduce else combine.scan_with
+            out = build(self.sem, items, bound["axis"], self.combiner(fn, len(items), _short(name)), flag,
+                        _short(name))
+        return tuple(out) if isinstance(bound["input"], (tuple, list)) else out[0]
+
+    def combiner(self, fn: Any, n: int, what: str) -> combine.Combiner:
+        """The combine function as a region builder: a call of the @triton.jit function (checked to be
+        straight-line scalar code), or a tl.* library function applied to the elements."""
+        if isinstance(fn, QualName) and callable(lookup(fn.name)):
+            entry = lookup(fn.name)
+            return lambda lhs, rhs: self.apply(_short(fn.name), entry, [*lhs, *rhs], {})
+        if not isinstance(fn, JitFunction):
+            raise self.error(f"{what} combine_fn must be a @triton.jit function, got {describe(fn)}")
+        fdef = fn.node
+        params = fdef.args.posonlyargs + fdef.args.args
+        required = len(params) - len(fdef.args.defaults)
+        if not required <= 2 * n <= len(params) or fdef.args.vararg or fdef.args.kwonlyargs:
+            raise self.error(f"{what}: combine function '{fdef.name}' takes {len(params)} arguments, but "
+                             f"combining {n} input{'s' * (n != 1)} passes {2 * n} (each side's elements)")
+
+        def build(lhs: list, rhs: list) -> Any:
+            got = self.call_helper(fdef, [*lhs, *rhs], {})
+            call = self.b.block.ops[-1] if self.b.block is not None and self.b.block.ops else None
+            if call is not None and call.name == "call":
+                combine.check_straight_line(self.ctx.module, call, fdef.name, self.ctx.info.error)
+            return got
+
+        return build
 
     def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict) -> Any:
         raise NotImplementedError  # provided by build.FunctionGen
 
 
 _COMBINE_BINOPS = {ast.Add: "sum", ast.Mult: "prod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}
+_SCAN_KINDS = ("sum", "prod", "max", "min")
+
+
+def _fast_kind(fn: Any, items: list, is_reduce: bool, mod: ModuleInfo) -> str | None:
+    """The reduce/scan kind that does what `fn` does on the one tensor in `items`, where the fast path
+    gives exactly what the combine would (no widening of small integer sums, no bool arithmetic)."""
+    if not isinstance(fn, JitFunction) or len(items) != 1 or not isinstance(items[0], Tensor):
+        return None
+    kind = combine_kind(fn.node, mod)
+    elem = items[0].elem
+    if kind is None or not items[0].shape or not isinstance(elem, ScalarType) or elem.is_bool:
+        return None
+    if kind in ("sum", "prod") and elem.is_int and elem.bits < 32:
+        return None
+    if kind in ("and", "or", "xor") and elem.is_float:
+        return None
+    return kind if is_reduce or kind in _SCAN_KINDS else None
 
 
 def combine_kind(fdef: ast.FunctionDef, mod: ModuleInfo) -> str | None:
+    """The kind of `return a <op> b` (or `t = a <op> b; return t`, as Inductor writes it) over the two
+    parameters, or None."""
     body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     params = [a.arg for a in fdef.args.args]
+    if len(body) == 2 and _assigns_returned(body):
+        body = [ast.Return(value=body[0].value)]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or len(params) != 2 or body[0].value is None:
         return None
     e = body[0].value
@@ -441,6 +494,15 @@ def combine_kind(fdef: ast.FunctionDef, mod: ModuleInfo) -> str | None:
         return None
     names = [o.id for o in operands if isinstance(o, ast.Name)]
     return kind if sorted(names) == sorted(params) else None
+
+
+def _assigns_returned(body: list[ast.stmt]) -> bool:
+    first, last = body
+    target = first.targets[0] if isinstance(first, ast.Assign) and len(first.targets) == 1 else None
+    if not isinstance(target, ast.Name):
+        return False
+    name = target.id
+    return isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == name
 
 
 def _short(name: str) -> str:

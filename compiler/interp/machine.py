@@ -13,6 +13,7 @@ from ..ir.core import Block, Function, Module, Operation, Param, Value
 from ..ir.ops import TERMINATORS
 from ..ir.types import PointerType, ScalarType, TileType, bf16, elem_type, shape_of
 from ..ir.verifier import verify_module
+from . import combine
 from . import numerics as nx
 from .errors import AccessError, InterpError, MemoryFault, located
 from .memory import AddressSpace
@@ -57,7 +58,7 @@ class Machine:
         for op in block.ops:
             if op.name in TERMINATORS:
                 return [env[v] for v in op.operands]
-            self._tick(op)
+            self.tick(op)
             xs = [env[v] for v in op.operands]
             out = self._execute(op, xs)
             if len(op.results) == 1:
@@ -87,7 +88,7 @@ class Machine:
         body = op.regions[0].block
         i = lb
         while (i < ub) if step > 0 else (i > ub):  # a negative step counts down while iv > ub
-            self._tick(op)
+            self.tick(op)
             carried = self.run_region(body, [np.asarray(i, dtype), *carried])
             i += step
         return carried
@@ -99,7 +100,7 @@ class Machine:
         before, after = op.regions[0].block, op.regions[1].block
         vals = xs
         while True:
-            self._tick(op)
+            self.tick(op)
             cond, *carried = self.run_region(before, vals)
             if not bool(cond):
                 return carried
@@ -110,13 +111,20 @@ class Machine:
         assert callee is not None  # the verifier checked it
         return self.call(callee, xs, op)
 
-    def _tick(self, op: Operation) -> None:
+    def tick(self, op: Operation) -> None:
         self.ops_left -= 1
         if self.ops_left < 0:
             raise located(InterpError, op, f"the kernel ran more than {self.max_ops} ops (an endless loop?)")
 
 
-_CONTROL = {"for": Machine._for, "if": Machine._if, "while": Machine._while, "call": Machine._call}
+_CONTROL = {
+    "for": Machine._for,
+    "if": Machine._if,
+    "while": Machine._while,
+    "call": Machine._call,
+    "reduce_with": combine.reduce_with,
+    "scan_with": combine.scan_with,
+}
 
 
 def _fit(op: Operation, value, t) -> np.ndarray:

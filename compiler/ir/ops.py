@@ -15,6 +15,11 @@ Semantics (the reference interpreter, compiler/interp, is the executable stateme
 - `cast` converts values: float→int truncates toward zero (out of range: undefined, the
   interpreter saturates, NaN → 0), int→float and float→float round to nearest even, int→int
   truncates or extends by the source signedness, anything→i1 is `!= 0`.
+- `reduce_with` folds each line along `axis` with its combiner region as a balanced tree: element i of the
+  first half with element i of the second (lhs from the first half), an odd leftover carried, until one
+  is left. `scan_with` is the inclusive scan out[0] = x[0], out[i] = combine(out[i-1], x[i]); reversed,
+  the same from the end (out[i] = combine(out[i+1], x[i])). Both take several tiles of one shape as one
+  tuple per element. The combiner should be associative: the cuda target reduces in its own tree order.
 - `load`/`store`/atomics with a mask never touch memory where the mask is false; masked-off load
   lanes take `other` (or 0 when absent).
 """
@@ -313,6 +318,56 @@ def _scan(op: Operation) -> None:
     _same_types(op)
 
 
+def _combine_operands(op: Operation) -> list[Type]:
+    """The shared shape of a reduce_with/scan_with's operands and the element type of each."""
+    shape = shape_of(op.operands[0].type)
+    for v in op.operands:
+        if not isinstance(v.type, TileType) or v.type.shape != shape:
+            fail(op, f"operands must be tiles of one shape, got {[str(x.type) for x in op.operands]}")
+        if is_ptr(v.type):
+            fail(op, "does not take pointers")
+    if not 0 <= op.attrs["axis"] < len(shape):
+        fail(op, f"axis {op.attrs['axis']} out of range for {op.operands[0].type}")
+    return [elem_type(v.type) for v in op.operands]
+
+
+def _combiner(op: Operation, elems: list[Type]) -> None:
+    """The combiner region: (lhs elements..., rhs elements...) -> yield of one element per operand, in
+    straight-line scalar code (pure ops, calls of helpers the verifier checks the same way)."""
+    _region_types(op, 0, [*elems, *elems], "combiner")
+    _terminated(op, 0, "yield", elems)
+    for inner in op.regions[0].block.ops:
+        check_combiner_op(op, inner)
+
+
+def check_combiner_op(owner: Operation, inner: Operation) -> None:
+    """One op of a combiner (or of a helper a combiner calls): scalar, pure or a call, no regions."""
+    if inner.name in ("yield", "return", "call"):
+        pass
+    elif inner.regions or not OPS[inner.name].has(PURE):
+        fail(inner, f"cannot be in the combiner of '{owner.name}' (straight-line scalar code only)")
+    for v in (*inner.operands, *inner.results):
+        if isinstance(v.type, TileType):
+            fail(inner, f"cannot take or make the tile {v.type} in the combiner of '{owner.name}' (scalars)")
+
+
+def _reduce_with(op: Operation) -> None:
+    elems = _combine_operands(op)
+    s = list(shape_of(op.operands[0].type))
+    del s[op.attrs["axis"]]
+    want = [make_type(tuple(s), e) for e in elems]
+    if [r.type for r in op.results] != want:
+        fail(op, f"results must be {[str(t) for t in want]}")
+    _combiner(op, elems)
+
+
+def _scan_with(op: Operation) -> None:
+    elems = _combine_operands(op)
+    if [r.type for r in op.results] != [v.type for v in op.operands]:
+        fail(op, "results must have the types of the operands")
+    _combiner(op, elems)
+
+
 def _region_types(op: Operation, region_index: int, want: list[Type], what: str) -> None:
     got = [a.type for a in op.regions[region_index].block.args]
     if got != want:
@@ -417,6 +472,11 @@ _op("atomic_cas", 3, optional={"sem": str}, verify=_atomic_cas)
 _op("dot", 3, optional={"input_precision": str}, traits=(PURE,), verify=_dot)
 _op("reduce", 1, attrs={"kind": str, "axis": int}, optional={"propagate_nan": bool}, traits=(PURE,), verify=_reduce)
 _op("scan", 1, attrs={"kind": str, "axis": int}, optional={"reverse": bool}, traits=(PURE,), verify=_scan)
+_op("reduce_with", (1, -1), (1, -1), attrs={"axis": int}, regions=1, verify=_reduce_with,
+    doc="reduce one or several tiles of one shape along an axis with the combiner region")
+_op("scan_with", (1, -1), (1, -1), attrs={"axis": int}, optional={"reverse": bool}, regions=1,
+    verify=_scan_with,
+    doc="inclusive scan of one or several tiles of one shape along an axis with the combiner region")
 _op("multiple_of", 1, attrs={"values": list}, traits=(PURE,), verify=_hint)
 _op("max_contiguous", 1, attrs={"values": list}, traits=(PURE,), verify=_hint)
 _op("for", (3, -1), (0, -1), regions=1, verify=_for)

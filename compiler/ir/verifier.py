@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import VerifyError
 from .core import Block, Function, Module, Operation, Value, error_location
-from .ops import OPS, TERMINATORS, fail, verify_op_shape
+from .ops import OPS, TERMINATORS, check_combiner_op, fail, verify_op_shape
 
 
 def verify_module(m: Module) -> None:
@@ -49,8 +49,26 @@ def _verify_op(op: Operation, defined: set[Value], f: Function, funcs: dict[str,
         if op.parent is not f.body.block:
             fail(op, "may only end a function body")
     elif op.name in ("yield", "condition") and (op.parent is None or op.parent is f.body.block):
-        fail(op, "may only end the region of a for, if or while")
+        fail(op, "may only end the region of a for, if, while, reduce_with or scan_with")
+    elif op.name in ("reduce_with", "scan_with"):
+        _verify_combiner_calls(op, funcs)
     defined.update(op.results)
+
+
+def _verify_combiner_calls(op: Operation, funcs: dict[str, Function]) -> None:
+    """The helpers a combiner calls (and those they call) are straight-line scalar code too."""
+    seen: set[str] = set()
+    todo = [inner for inner in op.regions[0].block.ops if inner.name == "call"]
+    while todo:
+        call = todo.pop()
+        callee = funcs.get(call.attrs["callee"])
+        if callee is None or callee.name in seen:
+            continue  # an unknown callee is reported by _verify_call
+        seen.add(callee.name)
+        for inner in callee.body.block.ops:
+            check_combiner_op(op, inner)
+            if inner.name == "call":
+                todo.append(inner)
 
 
 def _verify_call(op: Operation, funcs: dict[str, Function]) -> None:

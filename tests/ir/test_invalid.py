@@ -62,7 +62,7 @@ CASES = {
     "yield outside a region": (
         H + "    yield\n" + T,
         VerifyError,
-        "'yield' may only end the region of a for, if or while",
+        "'yield' may only end the region of a for, if, while, reduce_with or scan_with",
         3,
         5,
     ),

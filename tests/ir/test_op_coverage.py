@@ -208,6 +208,37 @@ SNIPPETS["control-flow-and-calls"] = (
     lambda a: a[1][0] == 10,
 )
 
+SNIPPETS["reduce_with-scan_with"] = (
+    _kernel(
+        "%x: ptr<f32>, %o: ptr<f32>, %oi: ptr<i32>",
+        """
+        %r = make_range {end = 8, start = 0} : tile<8xi32>
+        %p = splat %x : tile<8xptr<f32>>
+        %a = addptr %p, %r : tile<8xptr<f32>>
+        %v = load %a : tile<8xf32>
+        %best, %at = reduce_with %v, %r {axis = 0} : f32, i32 {
+        ^(%v1: f32, %i1: i32, %v2: f32, %i2: i32):
+          %gt = cmp %v1, %v2 {pred = "gt"} : i1
+          %b = select %gt, %v1, %v2 : f32
+          %j = select %gt, %i1, %i2 : i32
+          yield %b, %j
+        }
+        %run = scan_with %v {axis = 0, reverse = true} : tile<8xf32> {
+        ^(%s: f32, %t: f32):
+          %u = call %s, %t {callee = "plus"} : f32
+          yield %u
+        }
+        %q = splat %o : tile<8xptr<f32>>
+        %b = addptr %q, %r : tile<8xptr<f32>>
+        store %b, %run
+        store %oi, %at
+        """,
+        "  func @plus(%a: f32, %b: f32) -> f32 {\n    %r = add %a, %b : f32\n    return %r\n  }\n\n",
+    ),
+    lambda: [np.array([3, 1, 4, 1, 5, 9, 2, 6], np.float32), np.zeros(8, np.float32), np.zeros(1, np.int32)],
+    lambda a: a[2][0] == 5 and a[1].tolist() == np.cumsum(a[0][::-1])[::-1].tolist(),
+)
+
 
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_snippet_round_trips_and_runs(name):
