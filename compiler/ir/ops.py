@@ -340,15 +340,16 @@ def _combiner(op: Operation, elems: list[Type]) -> None:
         check_combiner_op(op, inner)
 
 
-def check_combiner_op(owner: Operation, inner: Operation) -> None:
-    """One op of a combiner (or of a helper a combiner calls): scalar, pure or a call, no regions."""
+def check_combiner_op(owner: Operation, inner: Operation, via: str = "") -> None:
+    """One op of a combiner (or of a helper `via` that a combiner calls): scalar, pure or a call, no regions."""
+    where = f"the combiner of '{owner.name}'" + (f" (through @{via})" if via else "")
     if inner.name in ("yield", "return", "call"):
         pass
     elif inner.regions or not OPS[inner.name].has(PURE):
-        fail(inner, f"cannot be in the combiner of '{owner.name}' (straight-line scalar code only)")
+        fail(inner, f"cannot be in {where}: straight-line scalar code only")
     for v in (*inner.operands, *inner.results):
         if isinstance(v.type, TileType):
-            fail(inner, f"cannot take or make the tile {v.type} in the combiner of '{owner.name}' (scalars)")
+            fail(inner, f"cannot take or make the tile {v.type} in {where}: scalars only")
 
 
 def _reduce_with(op: Operation) -> None:

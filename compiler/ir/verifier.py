@@ -66,7 +66,7 @@ def _verify_combiner_calls(op: Operation, funcs: dict[str, Function]) -> None:
             continue  # an unknown callee is reported by _verify_call
         seen.add(callee.name)
         for inner in callee.body.block.ops:
-            check_combiner_op(op, inner)
+            check_combiner_op(op, inner, callee.name)
             if inner.name == "call":
                 todo.append(inner)
 

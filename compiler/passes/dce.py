@@ -13,9 +13,10 @@ from .ir_utils import has_side_effects, is_pure, remove_dead
 class DCEPass:
     """Remove computations nobody uses.
 
-    Guarantees: no pure op, non-volatile load, or side-effect-free `for`/`if` is left whose results are all
-    unused. Stores, atomics, asserts, barriers, calls and volatile loads stay; so does every `while` (it
-    may not terminate). Runs to a fixpoint, so whole dead chains go.
+    Guarantees: no pure op, non-volatile load, or side-effect-free `for`/`if`/`reduce_with`/`scan_with` is
+    left whose results are all unused. Stores, atomics, asserts, barriers, calls and volatile loads stay;
+    so does every `while` (it may not terminate). Runs to a fixpoint, so whole dead chains go; dead ops
+    inside a combiner region go too (its yield keeps what the combine needs).
     """
 
     name: ClassVar[str] = "dce"
@@ -30,6 +31,6 @@ def _removable(op: Operation) -> bool:
         return True
     if op.name == "load":
         return not op.attrs.get("volatile", False)
-    if op.name in ("for", "if"):
+    if op.name in ("for", "if", "reduce_with", "scan_with"):
         return not has_side_effects(op)
     return False
