@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from .case import Case
+from .cases_combine import CASES as COMBINE
 from .cases_control import CASES as CONTROL
 from .cases_elementwise import CASES as ELEMENTWISE
 from .cases_memory import CASES as MEMORY
 from .cases_reduce import CASES as REDUCE
 
-CASES: list[Case] = [*ELEMENTWISE, *MEMORY, *REDUCE, *CONTROL]
+CASES: list[Case] = [*ELEMENTWISE, *MEMORY, *REDUCE, *COMBINE, *CONTROL]
 BY_NAME: dict[str, Case] = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES), "case names are unique"

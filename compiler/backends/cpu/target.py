@@ -18,7 +18,7 @@ from ...ir.types import PointerType, ScalarType
 from ...tir import tir_stage
 from ..llvm.loops import counted_loop
 from ..llvm.types import I32, I64, PTR, ll_type
-from . import control, memory, reduce, tiles  # noqa: F401 - they register their op handlers
+from . import control, memory, reduce, reduce_with, tiles  # noqa: F401 - they register their op handlers
 from .lower import SEGMENT_SUFFIX, FunctionLowering, function_type
 
 SLOT_BYTES = 8
