@@ -177,7 +177,15 @@ def _scan_inputs(r):
     x[:, 10] = x[:, 3]  # ties in the running max: the later index wins, as the helper says
     i = r.integers(-100, 100, (xnumel, rnumel)).astype(np.int8)
     z = np.zeros((xnumel, rnumel), np.float32)
-    return [x, i, z, np.zeros((xnumel, rnumel), np.int8), np.zeros((xnumel, rnumel), np.int64), xnumel, rnumel]
+    return [
+        x,
+        i,
+        z,
+        np.zeros((xnumel, rnumel), np.int8),
+        np.zeros((xnumel, rnumel), np.int64),
+        xnumel,
+        rnumel,
+    ]
 
 
 def _cummax_index(x):
@@ -235,8 +243,11 @@ CASES = [
         "reduce_logsumexp_3d_helper",
         LOGSUMEXP,
         "logsumexp_3d",
-        lambda r: [r.standard_normal((2, 8, 4)).astype(np.float32) * 3, np.zeros((2, 4), np.float32),
-                   np.zeros(1, np.float32)],  # fmt: skip
+        lambda r: [
+            r.standard_normal((2, 8, 4)).astype(np.float32) * 3,
+            np.zeros((2, 4), np.float32),
+            np.zeros(1, np.float32),
+        ],
         (1,),
         _lse_ref,
         {"A": 2, "B": 8, "C": 4},
@@ -258,8 +269,11 @@ CASES = [
         "scan_linear_recurrence_reverse",
         LINEAR_RECURRENCE,
         "recurrences",
-        lambda r: [r.uniform(-1, 1, (16, 4)).astype(np.float32), r.standard_normal((16, 4)).astype(np.float32),
-                   *(np.zeros((16, 4), np.float32) for _ in range(3))],  # fmt: skip
+        lambda r: [
+            r.uniform(-1, 1, (16, 4)).astype(np.float32),
+            r.standard_normal((16, 4)).astype(np.float32),
+            *(np.zeros((16, 4), np.float32) for _ in range(3)),
+        ],
         (1,),
         _recurrence_ref,
         {"M": 16, "N": 4},
