@@ -27,7 +27,7 @@ fi
 if [ "$stage" = first ]; then
   # the client path's GPU tests first (the ctypes driver, a refused cubin rebuilt from PTX), then the bench
   timeout 240 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
-    tests/client/test_arch_mismatch.py tests/cuda/test_launch_path.py tests/cuda/test_gpu.py 2>&1 \
+    tests/client/test_arch_mismatch.py tests/e2e/test_client_path_gpu.py tests/cuda/test_launch_path.py tests/cuda/test_gpu.py 2>&1 \
     | tee "$OUT/client_gpu_tests.log" | tail -15
   # as an installed package would be: byte-compiled (the wheels above are installed with --no-compile)
   python3 -m compileall -q -j 0 /tmp/site tilec compiler client server migrations > /dev/null 2>&1
