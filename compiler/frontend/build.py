@@ -262,7 +262,7 @@ def _kernel_params(ctx: Context, ks: KernelSource, signature: dict, constexprs: 
             continue
         if p.name in constexprs:
             raise ctx.error(f"'{p.name}' is not a tl.constexpr parameter; give its type in the signature instead")
-        spelled = signature.get(p.name)
+        spelled = signature.get(p.name) or ks.default_signature.get(p.name)  # Inductor's own signature
         if spelled is None:
             raise ctx.error(f"the signature needs a type for '{p.name}' (e.g. '*fp32' or 'i32')")
         t = spelled if isinstance(spelled, Type.__args__) else (  # type: ignore[attr-defined]

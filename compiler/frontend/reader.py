@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
+from . import inductor
 from .literal import FoldError, LiteralEvaluator, run_builder
 from .types import dtype_named
 
@@ -29,6 +30,9 @@ _MODULE_ALIASES = {
     "tilec": "triton",
     "triton.language.extra.cuda.libdevice": "triton.language.extra.libdevice",
     "triton.language.math": "triton.language.math",
+    # Inductor's modules import the math namespaces through its runtime helpers
+    "torch._inductor.runtime.triton_helpers.libdevice": "triton.language.extra.libdevice",
+    "torch._inductor.runtime.triton_helpers.math": "triton.language.math",
 }
 
 
@@ -134,6 +138,12 @@ class KernelSource:
     tree: ast.Module | None = field(default=None, repr=False)
     module: ModuleInfo | None = field(default=None, repr=False)
     source_info: SourceInfo | None = field(default=None, repr=False)
+    inductor: inductor.InductorSpec | None = None  # an Inductor-generated kernel's decorator data
+
+    @property
+    def default_signature(self) -> dict[str, str]:
+        """Types the source itself gives (an Inductor kernel's triton_meta signature): no --signature needed."""
+        return dict(self.inductor.signature) if self.inductor is not None else {}
 
     def to_dict(self) -> dict:
         return {
@@ -152,6 +162,7 @@ class KernelSource:
                 "restore_value": list(self.autotune.restore_value),
             },
             "heuristics": dict(self.heuristics),
+            **({"inductor": self.inductor.to_dict()} if self.inductor is not None else {}),
         }
 
 
@@ -329,18 +340,44 @@ def _config_hook(name: str, args: list, kwargs: dict) -> Any:
 def read_decorators(fn: ast.FunctionDef, mod: ModuleInfo, env: dict, info: SourceInfo):
     autotune: AutotuneSpec | None = None
     heuristics: dict[str, str] = {}
+    spec: inductor.InductorSpec | None = None
     for d in fn.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
         name = mod.dotted(target)
         if name == "triton.jit":
             continue
-        if name == "triton.autotune" and isinstance(d, ast.Call):
+        if name is not None and name.startswith(inductor.HEURISTICS_MODULE + "."):
+            if spec is not None:
+                raise info.error(d, "one @triton_heuristics decorator per kernel", UnsupportedSyntaxError)
+            spec = inductor.read_decorator(d, name[len(inductor.HEURISTICS_MODULE) + 1 :], mod.dotted, info)
+        elif name == "triton.autotune" and isinstance(d, ast.Call):
             autotune = _read_autotune(d, mod, env, info)
         elif name == "triton.heuristics" and isinstance(d, ast.Call):
             heuristics.update(_read_heuristics(d, info))
         else:
             raise info.error(d, f"decorator '{ast.unparse(target)}' is not supported", UnsupportedSyntaxError)
-    return autotune, heuristics
+    if spec is not None:
+        if autotune is not None:
+            raise info.error(fn, "@triton.autotune and an Inductor decorator on one kernel", UnsupportedSyntaxError)
+        autotune = _inductor_autotune(fn, spec, mod, info)
+    return autotune, heuristics, spec
+
+
+def _inductor_autotune(fn: ast.FunctionDef, spec: inductor.InductorSpec, mod: ModuleInfo,
+                       info: SourceInfo) -> AutotuneSpec:  # fmt: skip
+    """An Inductor kernel's configs (tilec's space from its size hints, or the configs it lists), keyed on
+    the numel parameters it takes, as an autotune decorator would give them."""
+    from ..tune.space import inductor_configs
+
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    blocks = [p for p in params if p in inductor.BLOCK_PARAMS or p.endswith("BLOCK")]
+    try:
+        configs = inductor_configs(spec.kind, spec.size_hints, blocks, spec.reduction_hint, spec.tile_hint,
+                                   spec.configs)  # fmt: skip
+    except ValueError as exc:
+        raise info.error(fn, f"Inductor kernel: {exc}", UnsupportedSyntaxError) from None
+    key = [p for p in params if p.endswith("numel")]
+    return AutotuneSpec([ConfigSpec(dict(c["kwargs"]), c["num_warps"], c["num_stages"]) for c in configs], key)
 
 
 def _read_autotune(d: ast.Call, mod: ModuleInfo, env: dict, info: SourceInfo) -> AutotuneSpec:
@@ -502,9 +539,12 @@ def read_kernel(source: str, name: str | None = None, *, filename: str = "<sourc
     info = SourceInfo(source, filename)
     mod = scan_module(tree, info)
     kernel = pick_kernel(mod, name, info)
+    if any(a == inductor.HELPERS_MODULE or a.startswith(inductor.HELPERS_MODULE + ".") for a in mod.aliases.values()):
+        inductor.install_helpers(mod, info)  # before the key: the helpers it reaches are part of it
+        kernel = mod.jit_functions[kernel.name]
     env = literal_env(mod, info)
-    autotune, heuristics = read_decorators(kernel, mod, env, info)
+    autotune, heuristics, spec = read_decorators(kernel, mod, env, info)
     params = read_params(kernel, mod, env, info)
     helpers = reachable_helpers(kernel, mod)
     key = kernel_key(kernel, helpers, mod, autotune, heuristics)
-    return KernelSource(kernel.name, key, params, autotune, heuristics, filename, budgets, tree, mod, info)
+    return KernelSource(kernel.name, key, params, autotune, heuristics, filename, budgets, tree, mod, info, spec)

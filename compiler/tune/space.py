@@ -98,3 +98,79 @@ def prune_after_compile(metadata: Mapping[str, Any]) -> str | None:
 
 def spills(metadata: Mapping[str, Any]) -> int:
     return int(metadata.get("spill_stores") or 0) + int(metadata.get("spill_loads") or 0)
+
+
+# ---- Inductor's kernels --------------------------------------------------------------------------
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _capped(block: int, size: int) -> int:
+    """A block no larger than the power of two that covers `size` (at least 1)."""
+    return max(1, min(block, _pow2_at_least(size)))
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+def inductor_configs(kind: str, size_hints: Mapping[str, int], block_params: Sequence[str],
+                     reduction_hint: str | None = None, tile_hint: str | None = None,
+                     listed: Sequence[Mapping[str, Any]] = ()) -> list[dict]:  # fmt: skip
+    """tilec's own config space for a kernel Inductor generated, from the decorator's data: the kind
+    (pointwise, reduction, persistent_reduction, template, foreach, user_autotune), the size hints
+    ({'x': 8192, 'r0_': 1024}, powers of two), the block parameters the kernel takes (XBLOCK, YBLOCK,
+    ZBLOCK, R0_BLOCK) and Inductor's reduction/tile hint. The first config is the default (what a compile
+    without a chosen config uses); the rest are what a tune also times.
+
+    Modelled on what Inductor's heuristics do, not a copy of them: pointwise kernels take up to 1024
+    elements per block (2D tiles 32x32 / 64x64 / 16x256 for tiled ones); looped reductions take one row
+    and a long R0_BLOCK for inner reductions, a wide XBLOCK and a short R0_BLOCK for outer ones, and both
+    when the hint says nothing; a persistent reduction holds its whole row (R0_BLOCK is fixed in its body),
+    so only XBLOCK varies, up to 4096 elements per block. Warps grow with the block, one per 256 elements,
+    between 1 and 8 (at least 2 for a looped reduction). A template or a user-autotuned kernel
+    keeps the configs it lists. ValueError for a block parameter this space does not assign."""
+    if kind in ("template", "foreach", "user_autotune"):
+        return from_list(listed) if listed else [normalise({}, 4, 1)]
+    unknown = [p for p in block_params if p not in ("XBLOCK", "YBLOCK", "ZBLOCK", "R0_BLOCK")]
+    if unknown:
+        raise ValueError(f"no tilec config space for block parameters {unknown}")
+    x, y, z = (int(size_hints.get(k, 1)) for k in ("x", "y", "z"))
+    r = int(size_hints.get("r0_", size_hints.get("r", 1)))
+    configs: list[dict] = []
+
+    def add(warps_per: int, lo: int = 1, **blocks: int) -> None:
+        kwargs = {k: v for k, v in blocks.items() if k in block_params}
+        elements = 1
+        for v in blocks.values():
+            elements *= v
+        configs.append(normalise(kwargs, _clamp(elements // warps_per, lo, 8), 1))
+
+    if kind == "pointwise":
+        if "ZBLOCK" in block_params:
+            for zb, yb, xb in ((8, 8, 8), (4, 16, 16), (16, 4, 16)):
+                add(256, ZBLOCK=_capped(zb, z), YBLOCK=_capped(yb, y), XBLOCK=_capped(xb, x))
+        elif "YBLOCK" in block_params:
+            tiles = ((32, 32), (64, 64)) if tile_hint == "SQUARE" else ((32, 32), (64, 64), (16, 256))
+            for yb, xb in tiles:
+                add(256, YBLOCK=_capped(yb, y), XBLOCK=_capped(xb, x))
+        else:
+            for xb in (1024, 256):
+                add(256, XBLOCK=_capped(xb, x))
+    elif kind == "reduction":
+        inner = [(1, 2048), (8, 512)]
+        outer = [(64, 8), (8, 512)] if reduction_hint != "OUTER_TINY" else [(128, 2), (64, 8)]
+        pairs = {"INNER": inner, "OUTER": outer, "OUTER_TINY": outer}.get(reduction_hint or "", inner + outer)
+        for xb, rb in pairs:
+            add(256, 2, XBLOCK=_capped(xb, x), R0_BLOCK=_capped(rb, r))
+    elif kind == "persistent_reduction":
+        rb = _pow2_at_least(r)
+        choices = (1, 8, 32, 128) if reduction_hint in (None, "INNER", "DEFAULT") else (128, 32, 8, 1)
+        fits = [xb for xb in choices if xb == 1 or xb * rb <= 4096]
+        for xb in fits[:3]:
+            add(256, 1, XBLOCK=_capped(xb, x), R0_BLOCK=rb)
+    else:
+        raise ValueError(f"no tilec config space for Inductor's {kind!r} kernels")
+    return from_list(configs)
