@@ -32,6 +32,8 @@ from .api.routes import (
     tokens,
     tune_jobs,
     tuning,
+    ui_data,
+    ui_pages,
 )
 from .fastpath import FastPathMiddleware
 from .jobs.executor import make_executor
@@ -72,12 +74,13 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
     )
     app.state.tilec = state
     routers = (kernels.router, compile.router, artifacts.router, lookup.router, tuning.router, tune_jobs.router,
-               tokens.router)  # fmt: skip
+               tokens.router, ui_data.router)  # fmt: skip
     for router in routers:
         app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
     app.include_router(keys.router, prefix="/v1")  # no token, no database: none of those refusals
     app.include_router(health.router)
     app.include_router(docs.router)
+    app.include_router(ui_pages.router)  # the shells and static files: no data, no token
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
     _add_handlers(app, state)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

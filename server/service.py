@@ -327,7 +327,7 @@ async def compile_request(state: AppState, body: CompileCreate, token_id: int | 
         kernel = await find_kernel(state, input_sha)
         if kernel is None:  # a new input: one child reads it once, describes the kernel and compiles it
             state.metrics.cache_misses.labels("kernel").inc()
-            request = _request(state, kind=kind, text=text, name=body.name, spec=spec, config=config, target=body.target)
+            request = build_request(state, kind=kind, text=text, name=body.name, spec=spec, config=config, target=body.target)
             flight = crud.stable_hash({"input": input_sha, "spec": spec, "config": config, "target": body.target})
             public, joined = await state.pool.shared(
                 "compile-input:" + flight,
@@ -376,7 +376,7 @@ async def compile_artifact(
     return public.model_copy(deep=True)
 
 
-def _request(
+def build_request(
     state: AppState, *, kind: str, text: str, name: str | None, spec: dict, config: dict, target: str
 ) -> CompileRequest:
     return CompileRequest(
@@ -394,7 +394,7 @@ def _request(
 
 async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str) -> ArtifactPublic:
     text = kernel.source if kernel.kind == "source" else kernel.ir
-    request = _request(state, kind=kernel.kind, text=text or "", name=kernel.name, spec=spec, config=config, target=target)
+    request = build_request(state, kind=kernel.kind, text=text or "", name=kernel.name, spec=spec, config=config, target=target)
     art = await run_task(state, "compile", {"request": request})
     return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tilec.compiler.artifact import ir_kernel_key
+from tilec.compiler import backends
+from tilec.compiler.artifact import ir_kernel_key, parse_target
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import Budgets, KernelSource, build_ir, read_kernel
 from tilec.compiler.ir import Module, parse_module, print_module, verify_module
-from tilec.compiler.pipeline import compile_request
+from tilec.compiler.passes import PassManager, pipeline
+from tilec.compiler.pipeline import compile_request, frontend_module, ir_module
 from tilec.compiler.request import CompileRequest
 
 
@@ -88,4 +90,29 @@ def compile_one(request: CompileRequest, describe: bool = False) -> dict:
     return out
 
 
-TASKS = {"analyze": analyze, "compile": compile_one}
+def pass_dumps(request: CompileRequest) -> list[dict]:
+    """The tile IR of a compile as the frontend builds it and after each pass of the machine-independent
+    pipeline, one pass at a time as the `tir` stage runs them (each verified), and for a cuda target
+    after its `gpu-tir` stage: the per-pass dumps of this build, recomputed (a compile keeps none)."""
+    hints = request.hints or None
+    if request.kind == "ir":
+        module = ir_module(request.text, hints)
+    else:
+        module = frontend_module(request.text, request.name, request.signature, request.constexprs, hints,
+                                 request.budgets)  # fmt: skip
+    dumps = [{"name": "input", "ir": print_module(module)}]
+    for name in pipeline("default"):
+        PassManager.from_names([name]).run(module)
+        dumps.append({"name": name, "ir": print_module(module)})
+    verify_module(module)
+    kind, _ = parse_target(request.options.target)
+    if kind == "cuda":
+        stage = dict(backends.stages(kind) or [])["gpu-tir"]
+        names = [k.name for k in module.kernels]
+        name = request.name or (names[0] if len(names) == 1 else None)
+        gpu = stage(module, {"kernel_name": name, "options": request.options})
+        dumps.append({"name": "gpu-tir (stage)", "ir": print_module(gpu)})
+    return dumps
+
+
+TASKS = {"analyze": analyze, "compile": compile_one, "passes": pass_dumps}

@@ -8,7 +8,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .base import Base
@@ -22,6 +33,8 @@ def utcnow() -> datetime:
 
 class Kernel(Base):
     __tablename__ = "kernels"
+    # the web page lists kernels newest first, and by part of their name, from this index alone (migration 0005)
+    __table_args__ = (Index("ix_kernels_created_at_key_name", "created_at", "key", "name"),)
 
     key: Mapped[str] = mapped_column(KEY, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -36,6 +49,8 @@ class Kernel(Base):
 
 class Artifact(Base):
     __tablename__ = "artifacts"
+    # kernels built for a target, and the targets there are (the web page's filter; migration 0005)
+    __table_args__ = (Index("ix_artifacts_target_kernel_key", "target", "kernel_key"),)
 
     key: Mapped[str] = mapped_column(KEY, primary_key=True)
     kernel_key: Mapped[str] = mapped_column(ForeignKey("kernels.key", ondelete="CASCADE"), index=True)
@@ -63,6 +78,12 @@ class TuningResult(Base):
     """The best config for a tuning key; a cache of the minimum over its trials."""
 
     __tablename__ = "tuning_results"
+    # the web page lists results most recently improved first, of all targets or of one, and of kernels by
+    # name: a page's keys come from these indexes alone (migration 0005)
+    __table_args__ = (
+        Index("ix_tuning_results_updated_at_tuning_key", "updated_at", "tuning_key", "kernel_key"),
+        Index("ix_tuning_results_target_updated_at", "target", "updated_at", "tuning_key", "kernel_key"),
+    )
 
     tuning_key: Mapped[str] = mapped_column(KEY, primary_key=True)
     kernel_key: Mapped[str] = mapped_column(ForeignKey("kernels.key", ondelete="CASCADE"), index=True)
@@ -79,7 +100,10 @@ class Trial(Base):
     """One benchmark of one config for one tuning key; re-runs keep the best time."""
 
     __tablename__ = "trials"
-    __table_args__ = (UniqueConstraint("tuning_key", "config_hash"),)
+    __table_args__ = (
+        UniqueConstraint("tuning_key", "config_hash"),
+        Index("ix_trials_gpu_model_tuning_key", "gpu_model", "tuning_key"),  # the GPU filter (migration 0005)
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tuning_key: Mapped[str] = mapped_column(ForeignKey("tuning_results.tuning_key", ondelete="CASCADE"))

@@ -1,0 +1,531 @@
+// tilec's web page: fills the server-rendered shells from the /v1/ui JSON routes.
+// The token a visitor pastes stays in this tab's sessionStorage and travels only in the Authorization
+// header of fetch(): never in a URL, a cookie or the page. Every value is put in with textContent.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "tilec.token";
+  const PAGE = 50;
+  const POLL_MS = 1000;
+  const ACTIVE = new Set(["queued", "running"]);
+  const body = document.body;
+  const ROOT = body.dataset.root || "";
+  const main = document.getElementById("main");
+  const KEY = main.dataset.key || "";
+  const $ = (sel, from = document) => from.querySelector(sel);
+
+  class HttpError extends Error {
+    constructor(status, data) {
+      const detail = data && typeof data === "object" ? data.detail : String(data || "");
+      super(detail || `HTTP ${status}`);
+      this.status = status;
+    }
+  }
+
+  // ---- the token and the API ----
+
+  const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
+
+  async function api(path, { method = "GET", params = {}, text = false } = {}) {
+    const url = new URL(ROOT + path, location.origin);
+    for (const [k, v] of Object.entries(params)) {
+      if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, v);
+    }
+    const headers = { Accept: text ? "text/plain" : "application/json" };
+    if (token()) headers.Authorization = `Bearer ${token()}`;
+    const r = await fetch(url, { method, headers, credentials: "omit", cache: "no-store", redirect: "error" });
+    const isJson = (r.headers.get("content-type") || "").includes("json");
+    const data = isJson ? await r.json() : await r.text();
+    if (!r.ok) throw new HttpError(r.status, data);
+    return data;
+  }
+
+  function notice(text) {
+    const n = $("#notice");
+    n.textContent = text || "";
+    n.hidden = !text;
+  }
+
+  function explain(err) {
+    if (err.status === 401) {
+      return token()
+        ? `The service refused this token (${err.message}). Paste a valid one above.`
+        : "This service needs a token: paste one with the read scope above (it is kept in this tab only).";
+    }
+    if (err.status === 403) return `This token may not do that: ${err.message}.`;
+    if (err.status === 404) return `Not found: ${err.message}.`;
+    return `Could not load: ${err.message}`;
+  }
+
+  function setupTokenForm(who) {
+    const form = $("#token-form");
+    const input = $("#token-input");
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const value = input.value.trim();
+      input.value = "";
+      if (value) sessionStorage.setItem(TOKEN_KEY, value);
+      location.reload();
+    });
+    $("#token-forget").addEventListener("click", () => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      location.reload();
+    });
+    const state = $("#token-state");
+    if (who === null) state.textContent = token() ? "token refused" : "no token";
+    else if (!who.auth) state.textContent = "auth off: no token needed";
+    else state.textContent = `token #${who.token_id}: ${who.scopes.join(", ")}`;
+  }
+
+  // ---- small DOM helpers ----
+
+  function el(tag, attrs = {}, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "text") e.textContent = v;
+      else if (k === "class") e.className = v;
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children) {
+      if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+    }
+    return e;
+  }
+
+  const td = (...children) => el("td", {}, ...children);
+  const link = (href, text, attrs = {}) => el("a", { href: ROOT + href, ...attrs }, text);
+  const enc = encodeURIComponent;
+  const short = (key) => el("code", { title: key }, key.slice(0, 12));
+
+  function when(iso) {
+    if (!iso) return "";
+    const d = new Date(iso);
+    return el("time", { datetime: d.toISOString() }, d.toISOString().slice(0, 19).replace("T", " ") + "Z");
+  }
+
+  function configLabel(config) {
+    if (!config) return "(unreadable)";
+    const kw = Object.entries(config.kwargs || {}).map(([k, v]) => `${k}=${v}`);
+    if (config.num_warps != null) kw.push(`warps=${config.num_warps}`);
+    if (config.num_stages != null) kw.push(`stages=${config.num_stages}`);
+    return kw.join(" ") || "(default)";
+  }
+
+  const ms = (v) => (v == null ? "" : Number(v).toPrecision(4));
+
+  function bytes(n) {
+    if (n == null) return "";
+    return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`;
+  }
+
+  function fillRows(table, rows, empty, columns) {
+    const tbody = $("tbody", table);
+    if (!rows.length) {
+      tbody.replaceChildren(el("tr", {}, el("td", { colspan: columns, class: "empty" }, empty)));
+      return;
+    }
+    tbody.replaceChildren(...rows);
+  }
+
+  function codeLines(list, text) {
+    const lines = (text || "").replace(/\n$/, "").split("\n");
+    list.replaceChildren(...lines.map((line) => el("li", {}, line)));
+  }
+
+  function facts(dl, pairs) {
+    dl.replaceChildren();
+    for (const [term, value] of pairs) {
+      if (value === undefined || value === null || value === "") continue;
+      dl.append(el("dt", {}, term), el("dd", {}, value));
+    }
+  }
+
+  const params = () => new URLSearchParams(location.search);
+
+  function filters(names) {
+    const p = params();
+    const out = {};
+    for (const name of names) {
+      const value = p.get(name) || "";
+      out[name] = value;
+      const input = $(`.filters [name="${name}"]`);
+      if (input) input.value = value;
+    }
+    const offset = parseInt(p.get("offset") || "0", 10);
+    out.offset = Number.isFinite(offset) && offset > 0 ? offset : 0;
+    return out;
+  }
+
+  function pager(nav, page, count) {
+    nav.replaceChildren();
+    const at = (offset) => {
+      const p = params();
+      if (offset) p.set("offset", offset);
+      else p.delete("offset");
+      const q = p.toString();
+      return location.pathname + (q ? `?${q}` : "");
+    };
+    if (page.offset > 0) nav.append(el("a", { href: at(Math.max(0, page.offset - page.limit)), rel: "prev" }, "← Newer"));
+    const first = count ? page.offset + 1 : 0;
+    nav.append(el("span", {}, `rows ${first}–${page.offset + count}`));
+    if (page.more) nav.append(el("a", { href: at(page.offset + page.limit), rel: "next" }, "Older →"));
+    if (page.hidden) nav.append(el("span", { class: "note" }, `${page.hidden} unreadable row(s) left out`));
+  }
+
+  async function fillChoices() {
+    try {
+      const f = await api("/v1/ui/facets");
+      const t = $("#targets");
+      if (t) t.replaceChildren(...f.targets.map((v) => el("option", { value: v })));
+      const g = $("#gpus");
+      if (g) g.replaceChildren(...f.gpu_models.map((v) => el("option", { value: v })));
+    } catch (_err) {
+      // the choices are a convenience: the filters take typed values as well
+    }
+  }
+
+  const ready = (node) => {
+    node.dataset.ready = "true";
+  };
+
+  // ---- views ----
+
+  async function kernelsView() {
+    const q = filters(["name", "target"]);
+    fillChoices();
+    const page = await api("/v1/ui/kernels", { params: { ...q, limit: PAGE } });
+    const rows = page.items.map((k) =>
+      el("tr", { "data-key": k.key },
+        td(link(`/ui/kernels/${enc(k.key)}`, k.name)),
+        td(short(k.key)),
+        td(k.kind),
+        td(when(k.created_at)),
+        td(submitter(k)),
+        td(Object.entries(k.artifacts).map(([t, n]) => `${t} ×${n}`).join(", ") || "none")));
+    fillRows($("#kernels"), rows, "No kernel matches.", 6);
+    pager($(".pager"), page, page.items.length);
+    ready($("#kernels-box"));
+  }
+
+  function submitter(k) {
+    if (k.submitted_by == null) return "anonymous";
+    return k.submitter ? `token #${k.submitted_by} (${k.submitter})` : `token #${k.submitted_by}`;
+  }
+
+  function resources(a) {
+    const spills = a.spill_stores == null && a.spill_loads == null ? "" : `${a.spill_stores ?? 0} / ${a.spill_loads ?? 0} B`;
+    return [a.registers ?? "", spills, a.shared_bytes == null ? "" : bytes(a.shared_bytes)];
+  }
+
+  // a tuning result: on the tuning page with its kernel and when it improved, on a kernel's page without
+  function resultRow(r, withKernel) {
+    return el("tr", { "data-key": r.tuning_key },
+      withKernel ? td(link(`/ui/kernels/${enc(r.kernel_key)}`, r.kernel_name)) : null,
+      td(link(`/ui/tuning/${enc(r.tuning_key)}`, r.key || "(no key)", { "aria-label": `tuning result ${r.kernel_name} ${r.key} ${r.target}` })),
+      td(r.dtypes),
+      td(r.target),
+      td(configLabel(r.best_config)),
+      td(`${ms(r.best_time_ms)} ms`),
+      td(r.trials),
+      td(r.gpu_models.join(", ") || "cpu"),
+      withKernel ? td(when(r.updated_at)) : null);
+  }
+
+  async function kernelView() {
+    const k = await api(`/v1/ui/kernels/${enc(KEY)}`);
+    document.title = `${k.name} · Kernel · tilec`;
+    $("#title").textContent = `Kernel ${k.name}`;
+    const params = k.params.map((p) => (p.constexpr ? `${p.name}: constexpr` : p.name)).join(", ");
+    const configs = k.autotune && k.autotune.configs ? `${k.autotune.configs.length} configs, key [${(k.autotune.key || []).join(", ")}]` : "";
+    facts($("#facts"), [
+      ["Key", el("code", {}, k.key)],
+      ["Kind", k.kind],
+      ["Submitted", when(k.created_at)],
+      ["By", submitter(k)],
+      ["Parameters", params],
+      ["Autotune", configs],
+    ]);
+    codeLines($("#source"), k.source || "(submitted as tile IR)");
+    if (k.ir) codeLines($("#ir"), k.ir);
+    else {
+      $("#ir").hidden = true;
+      const note = $("#ir-note");
+      note.hidden = false;
+      note.textContent = "Its tile IR is built per specialisation (argument types, constexprs): open an artifact below for the IR of one build, before and after each pass.";
+    }
+    const arts = k.artifact_rows.map((a) =>
+      el("tr", { "data-artifact": a.id },
+        td(a.target),
+        td(configLabel(a.config)),
+        td(bytes(a.size)),
+        ...resources(a).map((v) => td(v)),
+        td(el("code", { title: a.compiler_version }, a.compiler_version.slice(0, 12))),
+        td(when(a.created_at)),
+        td(link(`/ui/artifacts/${enc(a.id)}`, a.target.startsWith("cuda") ? "PTX, passes" : "LLVM IR, passes",
+          { "aria-label": `code of the ${a.target} build ${a.id.slice(0, 12)}` }))));
+    fillRows($("#artifacts"), arts, "No artifact yet.", 9);
+    if (k.artifacts_more) $("#artifacts").after(el("p", { class: "note" }, "Only the first 500 artifacts are listed."));
+    fillRows($("#results"), k.results.map((r) => resultRow(r, false)), "No tuning result yet.", 7);
+    ready($("#detail"));
+  }
+
+  async function artifactView() {
+    const a = await api(`/v1/ui/artifacts/${enc(KEY)}`);
+    document.title = `${a.kernel_name} on ${a.target} · Artifact · tilec`;
+    $("#title").textContent = `${a.kernel_name} on ${a.target}`;
+    const [registers, spills, shared] = resources(a);
+    facts($("#facts"), [
+      ["Kernel", link(`/ui/kernels/${enc(a.kernel_key)}`, a.kernel_name)],
+      ["Artifact", el("code", {}, a.id)],
+      ["Target", a.target],
+      ["Config", configLabel(a.config)],
+      ["Signature", a.spec && a.spec.signature ? Object.entries(a.spec.signature).map(([n, t]) => `${n}: ${t}`).join(", ") : ""],
+      ["Size", `${bytes(a.size)} (${a.emit})`],
+      ["sha256", el("code", {}, a.sha256)],
+      ["Registers", registers],
+      ["Spills (stores / loads)", spills],
+      ["Shared memory", shared],
+      ["Threads per block", a.threads_per_block],
+      ["Compiler version", el("code", {}, a.compiler_version)],
+      ["Built", when(a.created_at)],
+    ]);
+    const buttons = [...document.querySelectorAll(".tabs button")];
+    for (const b of buttons) {
+      const form = b.dataset.form;
+      if (form !== "passes" && !a.forms.includes(form)) b.hidden = true;
+      b.addEventListener("click", () => show(form));
+    }
+    async function show(form) {
+      for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.form === form));
+      const note = $("#code-note");
+      const nav = $("#passes-nav");
+      nav.hidden = form !== "passes";
+      $("#code").replaceChildren();
+      note.textContent = form === "passes" ? "Running the passes again on the stored source…" : "Loading…";
+      try {
+        if (form === "passes") {
+          const dumps = await api(`/v1/ui/artifacts/${enc(KEY)}/passes`);
+          showPasses(dumps.passes);
+          note.textContent = "The tile IR as the frontend builds it, then after each pass (recomputed from the stored source, spec and config).";
+        } else {
+          codeLines($("#code"), await api(`/v1/artifacts/${enc(KEY)}/${form}`, { text: true }));
+          note.textContent = "";
+        }
+      } catch (err) {
+        note.textContent = explain(err);
+      }
+    }
+    function showPasses(passes) {
+      const nav = $("#passes-nav");
+      const pick = (i) => {
+        for (const b of nav.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.index === String(i)));
+        codeLines($("#code"), passes[i].ir);
+      };
+      nav.replaceChildren(...passes.map((p, i) => {
+        const same = i > 0 && passes[i - 1].ir === p.ir;
+        const b = el("button", { type: "button", "data-index": i, "aria-pressed": "false", class: same ? "same" : "" },
+          `${i}. ${p.name}${same ? " (no change)" : ""}`);
+        b.addEventListener("click", () => pick(i));
+        return b;
+      }));
+      pick(passes.length - 1);
+    }
+    ready($("#detail"));
+    const first = a.forms.includes("ptx") ? "ptx" : a.forms.includes("llir") ? "llir" : "passes";
+    await show(first);
+  }
+
+  async function tuningView() {
+    const q = filters(["name", "target", "gpu"]);
+    fillChoices();
+    const page = await api("/v1/ui/tuning-results", { params: { ...q, limit: PAGE } });
+    fillRows($("#results"), page.items.map((r) => resultRow(r, true)), "No tuning result matches.", 9);
+    pager($(".pager"), page, page.items.length);
+    ready($("#results-box"));
+  }
+
+  const KINDS = ["best", "timed", "stopped early"];
+  const COLORS = ["#c2410c", "#2563eb", "#9ca3af"];
+
+  function chartData(trials) {
+    return trials.map((t) => ({
+      label: configLabel(t.config),
+      time: t.time_ms,
+      lo: t.lo_ms ?? t.time_ms,
+      hi: t.hi_ms ?? t.time_ms,
+      kind: t.best ? "best" : t.status === "stopped" ? "stopped early" : "timed",
+      gpu: t.gpu_model || "cpu",
+    }));
+  }
+
+  function drawChart(trials) {
+    const box = $("#chart");
+    box.replaceChildren();
+    if (!trials.length) {
+      box.append(el("p", { class: "note" }, "No trial to chart."));
+      return;
+    }
+    if (!window.Plot) {
+      box.append(el("p", { class: "note" }, "The chart library did not load; the table below has every trial."));
+      return;
+    }
+    const data = chartData(trials);
+    const width = Math.max(300, box.clientWidth || 600);
+    const longest = Math.max(...data.map((d) => d.label.length));
+    const chart = window.Plot.plot({
+      width,
+      height: 50 + 24 * data.length,
+      marginLeft: Math.min(Math.round(width * 0.45), 12 + 7 * longest),
+      marginRight: 48,
+      style: { fontSize: "12px", background: "transparent" },
+      x: { label: "time (ms), median and interval", grid: true, nice: true },
+      y: { label: null, domain: data.map((d) => d.label) },
+      color: { domain: KINDS, range: COLORS, legend: true },
+      ariaLabel: `time per config, ${data.length} trials`,
+      marks: [
+        window.Plot.ruleY(data, { y: "label", x1: "lo", x2: "hi", stroke: "kind", strokeWidth: 2 }),
+        window.Plot.dot(data, {
+          y: "label", x: "time", fill: "kind", r: 5, stroke: "white",
+          title: (d) => `${d.label}: ${ms(d.time)} ms [${ms(d.lo)}, ${ms(d.hi)}] on ${d.gpu}`,
+        }),
+        window.Plot.text(data.filter((d) => d.kind === "best"), {
+          y: "label", x: "hi", text: () => "★ best", dx: 8, textAnchor: "start", fontWeight: "bold", fill: COLORS[0],
+        }),
+      ],
+    });
+    box.append(chart);
+  }
+
+  async function resultView() {
+    const r = await api(`/v1/ui/tuning-results/${enc(KEY)}`);
+    document.title = `${r.kernel_name} ${r.key} · Tuning result · tilec`;
+    $("#title").textContent = `${r.kernel_name} on ${r.target}`;
+    facts($("#facts"), [
+      ["Kernel", link(`/ui/kernels/${enc(r.kernel_key)}`, r.kernel_name)],
+      ["Tuning key", el("code", {}, r.tuning_key)],
+      ["Key values", r.key || "(none)"],
+      ["Dtypes", r.dtypes],
+      ["Target", r.target],
+      ["Best config", configLabel(r.best_config)],
+      ["Best time", `${ms(r.best_time_ms)} ms`],
+      ["Best build", r.artifact_id ? link(`/ui/artifacts/${enc(r.artifact_id)}`, r.artifact_id.slice(0, 12)) : ""],
+      ["GPU models", r.gpu_models.join(", ") || "cpu"],
+      ["Updated", when(r.updated_at)],
+    ]);
+    const rows = r.trial_rows.map((t) =>
+      el("tr", { class: t.best ? "best" : "", "data-trial": t.id },
+        td(configLabel(t.config), t.best ? el("strong", {}, " ★ best") : ""),
+        td(t.status),
+        td(ms(t.time_ms)),
+        td(t.lo_ms == null ? "" : `${ms(t.lo_ms)} – ${ms(t.hi_ms)}`),
+        td(t.reps ?? ""),
+        td(t.gpu_model || "cpu"),
+        td(t.driver_version || ""),
+        td(t.sm_clock_mhz == null ? "" : `${t.sm_clock_mhz} / ${t.mem_clock_mhz ?? "?"}`),
+        td(when(t.created_at))));
+    fillRows($("#trials"), rows, "No trial recorded.", 9);
+    const untimed = r.untimed.map((u) => el("tr", {}, td(configLabel(u.config)), td(u.status), td(u.reason || "")));
+    fillRows($("#untimed"), untimed, "None: every config the newest job tried was timed.", 3);
+    $("#untimed-note").textContent = r.job_id ? `From tune job #${r.job_id}.` : "No tune job ran for this key (its trials were published by a client).";
+    const redraw = () => drawChart(r.trial_rows);
+    redraw();
+    let pending = 0;
+    window.addEventListener("resize", () => {
+      clearTimeout(pending);
+      pending = setTimeout(redraw, 200);
+    });
+    ready($("#detail"));
+  }
+
+  function jobsView(who) {
+    const q = filters(["state", "name", "target"]);
+    fillChoices();
+    const canCancel = !who.auth || who.scopes.includes("submit");
+    if (!canCancel) $("#live-note").before(el("p", { class: "note", id: "cancel-note" }, "Cancelling a job needs a token with the submit scope."));
+    const tbody = $("#jobs tbody");
+    let timer = 0;
+
+    function row(j) {
+      const progress = el("progress", { max: Math.max(j.trials_planned, 1), value: j.trials_done, "aria-label": `job ${j.id}: ${j.trials_done} of ${j.trials_planned} configs` });
+      const action = canCancel && ACTIVE.has(j.state)
+        ? el("button", { type: "button", class: "cancel", "data-job": j.id, "aria-label": `Cancel job ${j.id}` }, "Cancel")
+        : "";
+      const best = j.best_time_ms == null ? "" : `${ms(j.best_time_ms)} ms (${configLabel(j.best_config)})`;
+      return el("tr", { "data-job": j.id, "data-state": j.state },
+        td(`#${j.id}`),
+        td(link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name)),
+        td(j.target),
+        td(j.strategy),
+        td(el("span", { class: `state state-${j.state}`, title: j.error || "" }, j.state)),
+        td(progress, el("span", { class: "count" }, ` ${j.trials_done} / ${j.trials_planned}`)),
+        td(j.worker ? el("code", {}, j.worker) : ""),
+        td(when(j.created_at)),
+        td(best),
+        td(action));
+    }
+
+    async function refresh() {
+      clearTimeout(timer);
+      try {
+        const page = await api("/v1/ui/tune-jobs", { params: { ...q, limit: PAGE } });
+        const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.job : undefined;
+        fillRows($("#jobs"), page.items.map(row), "No tune job matches.", 10);
+        if (focused) {
+          const again = $(`button.cancel[data-job="${focused}"]`, tbody);
+          if (again) again.focus();
+        }
+        pager($(".pager"), page, page.items.length);
+        $("#live-note").textContent = `Updated ${new Date().toISOString().slice(11, 19)}Z`;
+        ready($("#jobs-box"));
+      } catch (err) {
+        notice(explain(err));
+        if (err.status === 401) return; // nothing more to show without a token
+      }
+      timer = setTimeout(refresh, document.hidden ? POLL_MS * 5 : POLL_MS);
+    }
+
+    tbody.addEventListener("click", async (ev) => {
+      const button = ev.target.closest("button.cancel");
+      if (!button) return;
+      button.disabled = true;
+      try {
+        await api(`/v1/tune-jobs/${enc(button.dataset.job)}/cancel`, { method: "POST" });
+        notice("");
+      } catch (err) {
+        notice(explain(err));
+      }
+      refresh();
+    });
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden) refresh();
+    });
+    return refresh();
+  }
+
+  const VIEWS = {
+    kernels: kernelsView, kernel: kernelView, artifact: artifactView, tuning: tuningView, result: resultView, jobs: jobsView,
+  };
+
+  async function start() {
+    let who = null;
+    try {
+      who = await api("/v1/ui/whoami");
+    } catch (err) {
+      setupTokenForm(null);
+      notice(explain(err));
+      body.dataset.state = "refused";
+      return;
+    }
+    setupTokenForm(who);
+    try {
+      await VIEWS[body.dataset.view](who);
+      body.dataset.state = "ready";
+    } catch (err) {
+      notice(explain(err));
+      body.dataset.state = "failed";
+    }
+  }
+
+  start();
+})();
