@@ -49,7 +49,9 @@ def test_compiles_to_sm90_as_written(path: Path) -> None:
     ks = read_kernel(source, filename=path.name)
     assert ks.inductor is not None and ks.autotune is not None
     cfg = ks.autotune.configs[0]
-    options = CompileOptions(target="cuda:sm_90", num_warps=cfg.num_warps or 4, num_stages=cfg.num_stages or 1)
+    options = CompileOptions(
+        target="cuda:sm_90", num_warps=cfg.num_warps or 4, num_stages=cfg.num_stages or 1
+    )
     art = compile_kernel(source, ks.name, constexprs=dict(cfg.kwargs), options=options, emit="cubin")
     assert f".entry {ks.name}" in art.ptx and art.binary
 
@@ -77,17 +79,28 @@ def test_replays_on_cpu_against_torch(entry: dict) -> None:
     model = by_name(entry["name"])
     inputs = make_inputs(model, seed=7)  # not the inputs the corpus was made with
     expected = [t for t in _flat(model.fn(*inputs)) if isinstance(t, torch.Tensor)]
-    stores = {f"in{i}": np.frombuffer(bytearray(t.contiguous().numpy().tobytes()), np.uint8) for i, t in enumerate(inputs)}
+    stores = {
+        f"in{i}": np.frombuffer(bytearray(t.contiguous().numpy().tobytes()), np.uint8)
+        for i, t in enumerate(inputs)
+    }
     for role, nbytes in entry["buffers"].items():
         stores[role] = np.full(nbytes, 0xFF, np.uint8)  # poisoned: NaN as floats, -1 as integers
     for rec in entry["launches"]:
         cfg = rec["config"]
-        ks, art = _cpu_build(rec["file"], rec["kernel"], tuple(sorted(cfg["kwargs"].items())), cfg["num_warps"])
+        ks, art = _cpu_build(
+            rec["file"], rec["kernel"], tuple(sorted(cfg["kwargs"].items())), cfg["num_warps"]
+        )
         extra = set(ks.inductor.extra_launcher_args)
         values = {a["name"]: a["value"] for a in rec["args"] if "value" in a}
         grid = launch_grid(ks.inductor, cfg["kwargs"], values)
-        assert list(grid) == rec["grid"], f"{rec['kernel']}: tilec's grid {grid}, Inductor launched {rec['grid']}"
-        args = [_view(stores[a["role"]], a) if "role" in a else a["value"] for a in rec["args"] if a["name"] not in extra]
+        assert list(grid) == rec["grid"], (
+            f"{rec['kernel']}: tilec's grid {grid}, Inductor launched {rec['grid']}"
+        )
+        args = [
+            _view(stores[a["role"]], a) if "role" in a else a["value"]
+            for a in rec["args"]
+            if a["name"] not in extra
+        ]
         launch("cpu", art, args, grid)
     assert len(entry["outputs"]) == len(expected)
     for out, want in zip(entry["outputs"], expected, strict=True):

@@ -1,0 +1,163 @@
+"""torch.compile with tilec: every Triton kernel PyTorch Inductor generates is compiled by tilec (looked up in
+and published to the shared cache when a server is configured) and launched by tilec's runtime.
+
+    import tilec.inductor
+    compiled = torch.compile(model, backend=tilec.inductor.backend)   # this model only
+    tilec.inductor.install()                                           # or: every torch.compile of the process
+
+How: Inductor's generated wrapper asks `AsyncCompile.triton(kernel_name, source)` for each kernel and then
+calls `kernel.run(*args, stream=...)`. While tilec is on, that method returns a `TilecKernel` instead of
+Inductor's CachingAutotuner: the module source goes to `tilec.jit` as it is (the frontend reads the
+`@triton_heuristics` decorator as data, tilec's config space stands in for Inductor's heuristics), and
+`run` launches with the grid Inductor's launcher would use. Triton never compiles these kernels. A kernel
+tilec cannot compile falls back to Inductor's own path, with one warning naming it (see `stats()`).
+torch is imported only when the integration is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from typing import Any
+
+from tilec.compiler.errors import CompileError
+from tilec.compiler.frontend import read_kernel
+from tilec.compiler.frontend.inductor import launch_grid
+
+__all__ = ["TilecKernel", "backend", "install", "installed", "stats", "uninstall"]
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {"original": None, "global": False, "server": None}
+_ACTIVE = threading.local()  # set while tilec.inductor.backend compiles a graph
+_STATS = {"tilec": 0, "fallback": 0, "fallback_kernels": []}
+
+
+class TilecKernel:
+    """One Inductor kernel as tilec runs it: `run(*args, stream=...)` as the generated wrapper calls it."""
+
+    def __init__(self, kernel_name: str, source: str, server: Any, fallback: Any):
+        from ._jit import jit
+
+        self.kernel_name = kernel_name
+        self.source = source
+        self.ks = read_kernel(source, kernel_name, filename=f"{kernel_name}.py")
+        if self.ks.inductor is None:
+            raise CompileError(f"{kernel_name} has no Inductor decorator")
+        self.spec = self.ks.inductor
+        self.runtime_names = [p.name for p in self.ks.params if not p.constexpr]
+        self.names = self.runtime_names + self.spec.extra_launcher_args
+        self.jit = jit(source, kernel_name, server=server)
+        self._fallback_factory = fallback
+        self._fallback: Any = None
+
+    def run(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+        """Launch on the current stream of the arguments' device (the stream Inductor's wrapper passes)."""
+        if self._fallback is not None:
+            self._fallback.run(*args, stream=stream, **kwargs)
+            return
+        values = dict(zip(self.names, args, strict=False))
+        kernel_args = args[: len(self.runtime_names)]
+        spec = self.spec
+
+        def grid(meta: dict) -> tuple[int, int, int]:
+            return launch_grid(spec, meta, values)
+
+        try:
+            self.jit[grid](*kernel_args)
+        except CompileError as exc:
+            self._fall_back(exc)
+            self._fallback.run(*args, stream=stream, **kwargs)
+
+    def _fall_back(self, exc: Exception) -> None:
+        warnings.warn(f"tilec could not compile Inductor's {self.kernel_name} ({exc}); Inductor's own Triton path "
+                      "runs it", RuntimeWarning, stacklevel=3)  # fmt: skip
+        self._fallback = self._fallback_factory()
+        _STATS["tilec"] -= 1
+        _STATS["fallback"] += 1
+        _STATS["fallback_kernels"].append(self.kernel_name)
+
+    # what Inductor's wrapper or tools may read off a kernel object
+    def precompile(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    @property
+    def inductor_meta(self) -> dict:
+        return dict(self.spec.inductor_meta)
+
+
+def _triton(self: Any, kernel_name: str, source_code: str, device_str: str = "cuda") -> Any:
+    original = _STATE["original"]
+    if not (_STATE["global"] or getattr(_ACTIVE, "on", False)) or device_str != "cuda":
+        return original(self, kernel_name, source_code, device_str)
+
+    def fallback() -> Any:
+        kernel = original(self, kernel_name, source_code, device_str)
+        return kernel.result() if hasattr(kernel, "result") else kernel
+
+    try:
+        kernel = TilecKernel(kernel_name, source_code, _STATE["server"], fallback)
+    except CompileError as exc:
+        warnings.warn(f"tilec cannot read Inductor's {kernel_name} ({exc}); Inductor's own Triton path runs it",
+                      RuntimeWarning, stacklevel=2)  # fmt: skip
+        _STATS["fallback"] += 1
+        _STATS["fallback_kernels"].append(kernel_name)
+        return original(self, kernel_name, source_code, device_str)
+    _STATS["tilec"] += 1
+    return kernel
+
+
+def _patch(server: Any) -> None:
+    from torch._inductor.async_compile import AsyncCompile
+
+    with _LOCK:
+        if _STATE["original"] is None:
+            _STATE["original"] = AsyncCompile.triton
+            AsyncCompile.triton = _triton
+        if server is not None:
+            _STATE["server"] = server
+
+
+def install(server: Any = None) -> None:
+    """Every Triton kernel Inductor generates from now on in this process goes through tilec. `server`: a
+    tilec server (URL or Client) for the shared cache; None: TILEC_URL if set; False: none."""
+    _patch(server)
+    _STATE["global"] = True
+
+
+def uninstall() -> None:
+    """Kernels generated from now on take Inductor's own path again (ones already made stay with tilec)."""
+    _STATE["global"] = False
+
+
+def installed() -> bool:
+    return bool(_STATE["global"])
+
+
+def stats() -> dict:
+    """How many kernels tilec compiled and launched, and which ones fell back to Inductor's path."""
+    return {"tilec": _STATS["tilec"], "fallback": _STATS["fallback"],
+            "fallback_kernels": list(_STATS["fallback_kernels"])}  # fmt: skip
+
+
+def backend(gm: Any, example_inputs: Any, server: Any = None, **options: Any) -> Any:
+    """A torch.compile backend: Inductor, with tilec compiling and launching every kernel of this graph.
+    `torch.compile(model, backend=tilec.inductor.backend)`; Inductor options as torch.compile's `options`
+    through functools.partial(backend, options={...})."""
+    from torch._inductor.compile_fx import compile_fx
+
+    _patch(server)
+    patches = dict(options.pop("options", None) or {})
+    patches.setdefault("compile_threads", 1)  # kernels are handed to tilec in this process, not a pool
+    with _active():
+        return compile_fx(gm, example_inputs, config_patches=patches)
+
+
+@contextlib.contextmanager
+def _active():
+    saved = getattr(_ACTIVE, "on", False)
+    _ACTIVE.on = True
+    try:
+        yield
+    finally:
+        _ACTIVE.on = saved
