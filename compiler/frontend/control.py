@@ -88,6 +88,8 @@ class StmtGen(ExprGen):
             raise wrap_internal(self.ctx, node, exc) from None
         finally:
             self.ctx.node = saved
+            if saved is not None:  # an op made after a nested statement (an if, a for) is located at its own
+                self.ctx.at(saved)
 
     # ---- simple statements
     def stmt_Pass(self, node: ast.Pass) -> None:

@@ -5,9 +5,9 @@ decision is golden-testable as text), and the plans the lowering reads back from
   tile-valued op       gpu.layout = "<layout>"     the layout its result is materialised in
   tile load/store/...  gpu.access = "<layout>"     the access (and result) layout; gpu.vec = N elements per access
   for / if / while     gpu.layouts = ["<layout>" or "" per result]; a for's iter args and a while's after-region
-                       args have the same; a while's before-region args have gpu.before_layouts
+  reduce_with/scan_with  args have the same; a while's before-region args have gpu.before_layouts
   tile param (helper)  gpu.layout = "<layout>"
-  strong tile values   gpu.strong = true on the op (a list of one bool per result on for / if / while) or param:
+  strong tile values   gpu.strong = true on the op (a list of one bool per result on the ops above) or param:
                        the layout came from memory, a reduction or a carried value, not from index math
   dot on tensor cores  gpu.mma = "f16 k=16 warps=2x2 reps=2x4"
   pipelined for        gpu.stages = S; each load it copies into its cp.async ring has gpu.ring_offset and

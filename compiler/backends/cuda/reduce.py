@@ -3,8 +3,9 @@
 Reductions combine within a thread's registers, then across lanes with butterfly shuffles
 (llvm.nvvm.shfl.sync.bfly), then across warps through shared memory; the result is left in the
 slice of the operand's layout, replicated across the reduced threads. Scans run sequentially in a
-layout that puts the whole scanned axis in each thread. dot is the FMA path: operands go to shared
-memory once and each thread accumulates its outputs over K.
+layout that puts the whole scanned axis in each thread. reduce_with/scan_with take the same paths with
+their combiner region lowered inline, one register per operand moving together. dot is the FMA path:
+operands go to shared memory once and each thread accumulates its outputs over K.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class ReduceLowering:
         return bld.bitcast(r, t) if t == ops.F64 else r
 
     # ---- reduce --------------------------------------------------------------------------------
+    # An element being reduced is a tuple of registers (the value; the value and its index for argmax;
+    # one per operand for reduce_with) that moves through shuffles and shared memory together, and
+    # `fn(a, b) -> tuple` combines two of them.
 
     def op_reduce(self, op: Operation) -> None:
         x = op.operands[0]
@@ -86,28 +90,73 @@ class ReduceLowering:
         e = elem_type(x.type)
         lay = self.layout_of(x)
         vals = self.get(x, lay)
-        is_arg = kind in ("argmax", "argmin")
-        if is_arg:
+        if kind in ("argmax", "argmin"):
             tc = self.thread_coord(lay)[axis]
             idx = [self.b.add(tc, ir.Constant(ops.I32, lay.reg_coord(r)[axis])) for r in range(lay.num_regs)]
             parts = list(zip(vals, idx, strict=False))
-        else:
-            parts = list(vals)
-        res_lay = lay.without_dim(axis)
-        parts = self._reduce_regs(lay, axis, parts, kind, e, nan)
-        for i, basis in enumerate(lay.lane):
-            if basis[axis]:
-                parts = [self._combine_shfl(p, 1 << i, kind, e, nan, is_arg) for p in parts]
-        if any(b[axis] for b in lay.warp):
-            parts = self._reduce_warps(lay, res_lay, axis, parts, kind, e, nan, is_arg)
-        out = [p[1] if is_arg else p for p in parts]
-        if isinstance(op.result.type, TileType):
-            self.define(op.result, res_lay, out)
-            self.plan.natural[op.result] = res_lay
-        else:
-            self.define(op.result, None, out[0])
+            fn = lambda a, b: self._arg_combine(kind, e, a, b)  # noqa: E731
+            out = self._reduce_parts(lay, axis, parts, fn, [e, I32_T])
+            self._define_reduced(op.results[:1], lay.without_dim(axis), [[p[1] for p in out]])
+            return
+        out = self._reduce_parts(lay, axis, [(v,) for v in vals],
+                                 lambda a, b: (self.combine(kind, e, a[0], b[0], nan),), [e])
+        self._define_reduced(op.results, lay.without_dim(axis), [[p[0] for p in out]])
 
-    def _reduce_regs(self, lay: Layout, axis: int, parts: list, kind, e, nan) -> list:
+    def op_reduce_with(self, op: Operation) -> None:
+        axis = op.attrs["axis"]
+        src = next((v for v in op.operands if v in self.plan.strong), op.operands[0])
+        lay = self.layout_of(src)
+        parts = list(zip(*(self.get(x, lay) for x in op.operands), strict=True))
+        elems = [elem_type(x.type) for x in op.operands]
+        fn = lambda a, b: tuple(self.combine_region(op, a, b))  # noqa: E731
+        out = self._reduce_parts(lay, axis, parts, fn, elems, ordered=True)
+        self._define_reduced(op.results, lay.without_dim(axis), [list(c) for c in zip(*out, strict=True)])
+
+    def combine_region(self, op: Operation, lhs, rhs) -> list:
+        """The combiner region of a reduce_with/scan_with lowered inline on scalar registers (lhs, rhs)."""
+        block = op.regions[0].block
+        self.scopes.append({})
+        try:
+            for a, v in zip(block.args, [*lhs, *rhs], strict=True):
+                self.define(a, None, v)
+            self.lower_block([o for o in block.ops if o is not block.terminator])
+            return [self.scalar(v) for v in block.terminator.operands]
+        finally:
+            self.scopes.pop()
+
+    def _define_reduced(self, results, res_lay: Layout, outs: list[list]) -> None:
+        for r, out in zip(results, outs, strict=True):
+            if isinstance(r.type, TileType):
+                self.define(r, res_lay, out)
+                self.plan.natural[r] = res_lay
+            else:
+                self.define(r, None, out[0])
+
+    def _reduce_parts(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False):
+        """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order.
+        `ordered`: each lane pair combines (lower lane's, upper lane's), so every lane computes the same
+        result even for a combine that is not commutative bit for bit (Welford's, in floating point)."""
+        parts = self._reduce_regs(lay, axis, parts, fn)
+        for i, basis in enumerate(lay.lane):
+            if not basis[axis]:
+                continue
+            upper = self.pb.icmp_unsigned("!=", self.pb.and_(self.lane, ir.Constant(ops.I32, 1 << i)),
+                                          ir.Constant(ops.I32, 0)) if ordered else None
+            out = []
+            for p in parts:
+                other = tuple(self.shfl_xor(x, 1 << i) for x in p)
+                if upper is None:
+                    out.append(fn(p, other))
+                    continue
+                lo = tuple(self.b.select(upper, o, x) for x, o in zip(p, other, strict=True))
+                hi = tuple(self.b.select(upper, x, o) for x, o in zip(p, other, strict=True))
+                out.append(fn(lo, hi))
+            parts = out
+        if any(b[axis] for b in lay.warp):
+            parts = self._reduce_warps(lay, lay.without_dim(axis), axis, parts, fn, elems)
+        return parts
+
+    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn) -> list:
         groups: dict[int, list[int]] = {}
         along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
         for r in range(lay.num_regs):
@@ -117,29 +166,26 @@ class ReduceLowering:
             regs = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])
             acc = parts[regs[0]]
             for r in regs[1:]:
-                acc = self.combine(kind, e, acc, parts[r], nan)
+                acc = fn(acc, parts[r])
             out.append(acc)
         return out
 
-    def _combine_shfl(self, p, mask: int, kind, e, nan, is_arg):
-        if is_arg:
-            other = (self.shfl_xor(p[0], mask), self.shfl_xor(p[1], mask))
-        else:
-            other = self.shfl_xor(p, mask)
-        return self.combine(kind, e, p, other, nan)
-
-    def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, kind, e, nan, is_arg):
+    def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, fn, elems: list):
+        """Each warp's partial results to shared memory (one plane per register of the tuple), then every
+        thread folds the warps' partials in warp order."""
         bld = self.b
         wbits = [i for i, bs in enumerate(lay.warp) if bs[axis]]
         nw = 1 << len(wbits)
         lane_mask = sum(1 << i for i, bs in enumerate(lay.lane) if bs[axis])
         numel = max(1, _numel(res_lay.shape))
         strides, _ = self._strides(res_lay.shape, 0)
-        vt = self.smem_type(e)
-        vb = self.smem_bytes_of(vt)
-        plane = numel * vb
-        idx_base = ((nw * plane + 15) // 16) * 16
-        self.reserve(idx_base + (nw * numel * 4 if is_arg else 0))
+        sizes = [self.smem_bytes_of(self.smem_type(e)) for e in elems]
+        bases, end = [], 0
+        for k, vb in enumerate(sizes):
+            base = ((end + 15) // 16) * 16 if k else 0
+            bases.append(base)
+            end = base + nw * numel * vb
+        self.reserve(end if len(elems) > 1 else ((end + 15) // 16) * 16)
         if self.smem_dirty:
             self.barrier()
         widx = ir.Constant(ops.I32, 0)
@@ -148,27 +194,26 @@ class ReduceLowering:
             widx = bld.or_(widx, bld.shl(bit, ir.Constant(ops.I32, j)))
         base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
         writer = bld.icmp_unsigned("==", bld.and_(self.lane, ir.Constant(ops.I32, lane_mask)), ir.Constant(ops.I32, 0))
+
+        def at(k: int, slot):
+            return bld.add(ir.Constant(ops.I32, bases[k]), bld.mul(slot, ir.Constant(ops.I32, sizes[k])))
+
         offs = []
         for r, p in enumerate(parts):
             el = bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, r, strides)))
             offs.append(el)
             with bld.if_then(writer):
                 slot = bld.add(bld.mul(widx, ir.Constant(ops.I32, numel)), el)
-                self.smem_store(bld.mul(slot, ir.Constant(ops.I32, vb)), p[0] if is_arg else p, e)
-                if is_arg:
-                    ioff = bld.add(ir.Constant(ops.I32, idx_base), bld.mul(slot, ir.Constant(ops.I32, 4)))
-                    self.b.store(p[1], self.smem_at(ioff))
+                for k, (x, e) in enumerate(zip(p, elems, strict=True)):
+                    self.smem_store(at(k, slot), x, e)
         self.barrier()
         out = []
         for el in offs:
             acc = None
             for w in range(nw):
                 slot = bld.add(el, ir.Constant(ops.I32, w * numel))
-                v = self.smem_load(bld.mul(slot, ir.Constant(ops.I32, vb)), e)
-                if is_arg:
-                    ioff = bld.add(ir.Constant(ops.I32, idx_base), bld.mul(slot, ir.Constant(ops.I32, 4)))
-                    v = (v, self.b.load(self.smem_at(ioff), typ=ops.I32))
-                acc = v if acc is None else self.combine(kind, e, acc, v, nan)
+                v = tuple(self.smem_load(at(k, slot), e) for k, e in enumerate(elems))
+                acc = v if acc is None else fn(acc, v)
             out.append(acc)
         self.smem_dirty = True
         return out
@@ -176,12 +221,18 @@ class ReduceLowering:
     # ---- scan ----------------------------------------------------------------------------------
 
     def op_scan(self, op: Operation) -> None:
-        x = op.operands[0]
-        kind, axis = op.attrs["kind"], op.attrs["axis"]
-        e = elem_type(x.type)
-        lay = self.layout_of(op.result)
-        vals = list(self.get(x, lay))
-        n = x.type.shape[axis]
+        kind, e = op.attrs["kind"], elem_type(op.operands[0].type)
+        self._scan(op, lambda a, b: (self.combine(kind, e, a[0], b[0], False),))
+
+    def op_scan_with(self, op: Operation) -> None:
+        self._scan(op, lambda a, b: tuple(self.combine_region(op, a, b)))
+
+    def _scan(self, op: Operation, fn) -> None:
+        """Sequential in each thread: the scan layout holds the whole axis in every thread's registers."""
+        axis = op.attrs["axis"]
+        lay = self.layout_of(op.results[0])
+        vals = [list(self.get(x, lay)) for x in op.operands]
+        n = op.operands[0].type.shape[axis]
         along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
         groups: dict[int, list[int]] = {}
         for r in range(lay.num_regs):
@@ -190,11 +241,13 @@ class ReduceLowering:
             regs = sorted(regs, key=lambda r: lay.reg_coord(r)[axis], reverse=bool(op.attrs.get("reverse")))
             if len(regs) != n:
                 raise CompileError("cuda: internal: scan layout does not hold the axis in registers")
-            acc = vals[regs[0]]
+            acc = tuple(v[regs[0]] for v in vals)
             for r in regs[1:]:
-                acc = self.combine(kind, e, acc, vals[r], False)
-                vals[r] = acc
-        self.define(op.result, lay, vals)
+                acc = fn(acc, tuple(v[r] for v in vals))
+                for v, x in zip(vals, acc, strict=True):
+                    v[r] = x
+        for res, v in zip(op.results, vals, strict=True):
+            self.define(res, lay, v)
 
     # ---- dot (FMA path) ------------------------------------------------------------------------
 
@@ -250,6 +303,9 @@ class ReduceLowering:
         for r in self.unique_regs(lay):
             off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(lay, r, strides) * eb))
             self.smem_store(off, vals[r], e)
+
+
+I32_T = ScalarType("i32")
 
 
 def _numel(shape) -> int:

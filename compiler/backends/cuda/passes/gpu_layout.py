@@ -177,6 +177,16 @@ class GpuLayoutPass:
             return
         if not op.results or not isinstance(op.results[0].type, TileType):
             return
+        if name in ("reduce_with", "scan_with"):  # every result in one layout, the combine inline
+            strong = [v for v in op.operands if v in plan.strong]
+            src_lay = plan.natural[strong[0] if strong else op.operands[0]]
+            shape = op.results[0].type.shape
+            axis = op.attrs["axis"]
+            lay = (src_lay.without_dim(axis) if name == "reduce_with"
+                   else scan_layout(shape, axis, self.num_warps))
+            for r in op.results:
+                self._set(plan, r, lay, True)
+            return
         res = op.results[0]
         shape = res.type.shape
         src = op.operands[0] if op.operands else None
@@ -210,6 +220,7 @@ class GpuLayoutPass:
 # ---- the record -------------------------------------------------------------------------------------
 
 _OWN = (LAYOUT, ACCESS, VEC, LAYOUTS, BEFORE_LAYOUTS, MMA, STRONG)
+MULTI_RESULT = ("for", "if", "while", "reduce_with", "scan_with")  # layouts and strong flags as lists
 
 
 def _record(fn: Function, plan: _Assignment) -> None:
@@ -226,7 +237,7 @@ def _record(fn: Function, plan: _Assignment) -> None:
             op.attrs[ACCESS] = format_layout(plan.access[op])
             if op.name in ("load", "store"):
                 op.attrs[VEC] = _vec(op, plan.access[op], plan.axis)
-        elif op.name in ("for", "if", "while"):
+        elif op.name in MULTI_RESULT:
             _record_list(op, LAYOUTS, op.results, plan)
             if op.name == "while":
                 _record_list(op, BEFORE_LAYOUTS, op.regions[0].block.args, plan)
@@ -238,7 +249,7 @@ def _record(fn: Function, plan: _Assignment) -> None:
 
 
 def _record_strong(op: Operation, plan: _Assignment) -> None:
-    if op.name in ("for", "if", "while"):
+    if op.name in MULTI_RESULT:
         flags = [r in plan.strong for r in op.results]
         if any(flags):
             op.attrs[STRONG] = flags
