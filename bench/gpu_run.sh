@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script a device call runs (from the repo root): environment facts, then the GPU tests and/or the
 # benchmark side by side with Triton. Logs go to $OUT (or ./gpu_out).
-# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first] [quick]   (one stage per call keeps a call under 10 minutes)
+# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma] [quick]   (one stage per call keeps a call under 10 minutes)
 set -uo pipefail
 stage=${1:-all}; quick=${2:-}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -20,6 +20,10 @@ if [ "$stage" = all ] || [ "$stage" = tests ]; then
 fi
 if [ "$stage" = all ] || [ "$stage" = bench ]; then
   timeout 400 python3 bench/vs_triton.py ${quick:+--quick} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+if [ "$stage" = wgmma ]; then
+  # the Hopper matmul ladder: tutorial matmul on Triton, tilec sm_90 (mma.sync) and sm_90a (wgmma); correctness first
+  timeout 540 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" --dump "$OUT" 2>&1 | tee "$OUT/wgmma.log" | tail -70
 fi
 if [ "$stage" = tune ]; then
   timeout 500 python3 bench/tune.py --strategy "${quick:-halving}" --json "$OUT/tune.json" 2>&1 | tee "$OUT/tune.log" | tail -40

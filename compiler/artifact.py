@@ -15,16 +15,25 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-TARGETS_HELP = "cpu, cuda:sm_80, cuda:sm_90 (any cuda:sm_XX with XX >= 70)"
+TARGETS_HELP = "cpu, cuda:sm_80, cuda:sm_90, cuda:sm_90a (any cuda:sm_XX with XX >= 70; an 'a' from sm_90)"
 
 
 def parse_target(target: str) -> tuple[str, int | None]:
-    """'cpu' -> ('cpu', None); 'cuda:sm_90' -> ('cuda', 90). ValueError otherwise."""
+    """'cpu' -> ('cpu', None); 'cuda:sm_90' and 'cuda:sm_90a' -> ('cuda', 90). ValueError otherwise."""
     if target == "cpu":
         return "cpu", None
-    if target.startswith("cuda:sm_") and target[8:].isdigit() and 70 <= int(target[8:]) <= 130:
-        return "cuda", int(target[8:])
+    digits = target[8:-1] if target.endswith("a") else target[8:]
+    if target.startswith("cuda:sm_") and digits.isdigit() and 70 <= int(digits) <= 130:
+        if target.endswith("a") and int(digits) < 90:
+            raise ValueError(f"unknown target {target!r}: arch-specific ('a') targets start at sm_90")
+        return "cuda", int(digits)
     raise ValueError(f"unknown target {target!r}; expected {TARGETS_HELP}")
+
+
+def arch_specific(target: str) -> bool:
+    """Whether a cuda target names the arch-specific feature set (sm_90a: wgmma, setmaxnreg); its
+    cubins run on that exact arch only."""
+    return target.startswith("cuda:sm_") and target.endswith("a")
 
 
 @dataclass(frozen=True)

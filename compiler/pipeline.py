@@ -141,7 +141,7 @@ def _artifact(options: CompileOptions, meta: dict, outputs: dict, emit: str) -> 
     meta["options"] = options_dict
     meta["emit"] = emit
     return Artifact(
-        target=options.target,
+        target=meta.pop("resolved_target", options.target),  # cuda:sm_90 may build for sm_90a (cuda target.py)
         kernel_name=name or "",
         binary=binary or b"",
         tir=tir,

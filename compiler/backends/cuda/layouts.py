@@ -150,3 +150,30 @@ def mma_layout(shape: tuple[int, ...], spec: MmaSpec, num_warps: int) -> Layout:
 
 def is_pow2_shape(shape: tuple[int, ...]) -> bool:
     return all(s > 0 and s & (s - 1) == 0 for s in shape)
+
+
+@dataclass(frozen=True)
+class WgmmaSpec:
+    """How one `dot` runs on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a): both operands in shared
+    memory, warpgroups of 4 warps in a wm x wn grid (M first), each taking `mrep` m64 tiles by `n`
+    columns (one m64nNk16 instruction per m64 tile and K step of 16)."""
+
+    kind: str  # "f16", "bf16"
+    wm: int  # warpgroups along M
+    wn: int  # warpgroups along N
+    mrep: int  # m64 tiles per warpgroup
+    n: int  # the instruction's N: columns per warpgroup
+
+    k = 16
+
+
+def wgmma_layout(shape: tuple[int, ...], spec: WgmmaSpec, num_warps: int) -> Layout:
+    """The accumulator layout of m64nNk16 (f32): each warp of a warpgroup holds 16 rows as the m16n8
+    mma.sync fragment, repeated every 8 columns; registers of further m64 tiles follow; warpgroups
+    take blocks of mrep*64 rows (M first), then of n columns."""
+    reg = [(0, 1), (8, 0)] + [(0, 8 << i) for i in range(log2(spec.n // 8))] + [(64 << i, 0) for i in range(log2(spec.mrep))]
+    lane = [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]
+    warp = [(16, 0), (32, 0)] + [(64 * spec.mrep << j, 0) for j in range(log2(spec.wm))]
+    warp += [(0, spec.n << j) for j in range(log2(spec.wn))]
+    warp += [(0, 0)] * (log2(num_warps) - len(warp))
+    return Layout(tuple(shape), tuple(reg), tuple(lane), tuple(warp))

@@ -15,7 +15,7 @@ from ...ir.core import Function, Operation, Value
 from ...ir.types import PointerType, TileType, elem_type, shape_of
 from . import ops
 from .control import ControlLowering
-from .layouts import Layout, log2
+from .layouts import Layout, WgmmaSpec, log2
 from .memory import MemoryLowering
 from .misc import MiscLowering
 from .mma import MmaLowering
@@ -23,18 +23,21 @@ from .pipelined import PipelineLowering
 from .plan import is_lazy, read_layouts, read_pipeline
 from .reduce import ReduceLowering
 from .shape import ShapeLowering
+from .wgmma import WgmmaLowering
 
 MAX_REGS_PER_THREAD = 4096
 LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous"})
 
 
-class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering, MemoryLowering, ReduceLowering,
-                   ShapeLowering):
+class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowering, MmaLowering, MemoryLowering,
+                   ReduceLowering, ShapeLowering):
     def __init__(self, fn: Function, sm: int):
         self.src = fn
         self.plan = read_layouts(fn)
         self.pipes = read_pipeline(fn, self.plan)
         self._rings: dict = {}
+        self._pending: dict = {}  # wgmma dot -> groups it leaves in flight (pipelined.py sets it per loop)
+        self._deferred_issue: dict = {}  # wgmma dot -> the copies its loop issues after the dot's group
         self.sm = sm
         self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)
@@ -59,7 +62,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
         self.b = ir.IRBuilder(body)
         self.smem = ir.GlobalVariable(self.module, ir.ArrayType(ops.I8, 0), "tilec_smem", addrspace=3)
         self.smem.linkage = "external"
-        self.smem.align = 16
+        self.smem.align = 1024 if any(isinstance(s, WgmmaSpec) for s in self.plan.mma.values()) else 16
         self.smem.type = ops.SPTR  # opaque pointer, so typed loads/stores through byte offsets verify
         self.smem_ptr = self.smem
         tid = self._sreg(self.pb, "tid.x")
@@ -145,7 +148,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
             if self.lookup((x, xl)) is not None:
                 continue
             op = x.owner
-            if ready or not (isinstance(op, Operation) and is_lazy(op)):
+            if ready or not (isinstance(op, Operation) and is_lazy(op)) or self._convert_result(x):
                 self._materialise(x, xl)  # every lazy tile it reads is lowered: one level deep at most
                 continue
             if (x, xl) in expanded:
@@ -154,9 +157,18 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, MmaLowering,
             stack.append((x, xl, True))
             stack.extend((d, dl, False) for d, dl in reversed(self.lazy_operands(op, xl)))
 
+    def _convert_result(self, v: Value) -> bool:
+        """Whether a lazy tile already computed in program order (in its natural layout) is converted as
+        it is rather than recomputed from converted operands: when it has no more bits per element than
+        the strong operands it reads (a cast of the f32 accumulator to f16 moves half the bytes)."""
+        if v not in self.plan.strong or self.lookup((v, self.layout_of(v))) is None:
+            return False
+        strong = [w for w in v.owner.operands if isinstance(w.type, TileType) and w in self.plan.strong]
+        return bool(strong) and elem_type(v.type).bits <= sum(elem_type(w.type).bits for w in strong)
+
     def _materialise(self, v: Value, lay: Layout) -> None:
         op = v.owner
-        if isinstance(op, Operation) and is_lazy(op):
+        if isinstance(op, Operation) and is_lazy(op) and not self._convert_result(v):
             vals = self.lazy(op, lay)
         else:
             nat = self.layout_of(v)

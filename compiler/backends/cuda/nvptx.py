@@ -29,11 +29,16 @@ def _init() -> None:
     llvm.initialize_all_asmprinters()
 
 
+def arch_name(sm: int | str) -> str:
+    """'sm_90' for 90; an arch name ('sm_90a') as it is."""
+    return sm if isinstance(sm, str) else f"sm_{sm}"
+
+
 @cache
-def target_machine(sm: int, opt: int):
+def target_machine(sm: int | str, opt: int):
     _init()
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
-    return target.create_target_machine(cpu=f"sm_{sm}", features=PTX_FEATURES, opt=min(opt, 3))
+    return target.create_target_machine(cpu=arch_name(sm), features=PTX_FEATURES, opt=min(opt, 3))
 
 
 @cache
@@ -78,7 +83,7 @@ def _libdevice_bitcode() -> bytes:
     return Path(path).read_bytes()
 
 
-def optimise(llir: str, kernel: str, sm: int, opt: int) -> llvm.ModuleRef:
+def optimise(llir: str, kernel: str, sm: int | str, opt: int) -> llvm.ModuleRef:
     tm = target_machine(sm, opt)
     mod = llvm.parse_assembly(llir)
     mod.triple = "nvptx64-nvidia-cuda"
@@ -99,7 +104,7 @@ def optimise(llir: str, kernel: str, sm: int, opt: int) -> llvm.ModuleRef:
     return mod
 
 
-def emit_ptx(mod: llvm.ModuleRef, sm: int, opt: int) -> str:
+def emit_ptx(mod: llvm.ModuleRef, sm: int | str, opt: int) -> str:
     return target_machine(sm, opt).emit_assembly(mod)
 
 
@@ -147,7 +152,7 @@ def assembler_version() -> str:
         return "nvjitlink=none"
 
 
-def ptx_to_cubin(ptx: str, sm: int, opt: int = 3) -> tuple[bytes, str]:
+def ptx_to_cubin(ptx: str, sm: int | str, opt: int = 3) -> tuple[bytes, str]:
     """(cubin, verbose log) through the assembler() of this machine; a ptxas that fails (too old for the
     PTX or the sm, say) hands over to nvJitLink where that loads."""
     _, exe = assembler()
@@ -163,7 +168,7 @@ def ptx_to_cubin(ptx: str, sm: int, opt: int = 3) -> tuple[bytes, str]:
     return out if out is not None else _ptxas(ptx, sm, opt)
 
 
-def _nvjitlink(ptx: str, sm: int, opt: int) -> tuple[bytes, str] | None:
+def _nvjitlink(ptx: str, sm: int | str, opt: int) -> tuple[bytes, str] | None:
     """(cubin, verbose log) through nvJitLink; None when nvJitLink cannot be loaded."""
     try:
         from cuda.bindings import nvjitlink
@@ -171,7 +176,7 @@ def _nvjitlink(ptx: str, sm: int, opt: int) -> tuple[bytes, str] | None:
         return None
     data = ptx.encode()
     try:
-        h = nvjitlink.create(3, [f"-arch=sm_{sm}", f"-O{min(opt, 3)}", "-verbose"])
+        h = nvjitlink.create(3, [f"-arch={arch_name(sm)}", f"-O{min(opt, 3)}", "-verbose"])
     except Exception:  # noqa: BLE001 - the library itself failed to load
         return None
     try:
@@ -181,7 +186,7 @@ def _nvjitlink(ptx: str, sm: int, opt: int) -> tuple[bytes, str] | None:
         nvjitlink.get_linked_cubin(h, buf)
         return bytes(buf), _log(nvjitlink, h, "info")
     except nvjitlink.nvJitLinkError as exc:
-        raise ToolError("nvJitLink", _log(nvjitlink, h, "error") or str(exc), repro=f"ptxas -arch=sm_{sm} -v kernel.ptx") from None
+        raise ToolError("nvJitLink", _log(nvjitlink, h, "error") or str(exc), repro=f"ptxas -arch={arch_name(sm)} -v kernel.ptx") from None
     finally:
         nvjitlink.destroy(h)
 
@@ -195,14 +200,14 @@ def _log(nvjitlink, h, which: str) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
-def _ptxas(ptx: str, sm: int, opt: int, exe: str | None = None) -> tuple[bytes, str]:
+def _ptxas(ptx: str, sm: int | str, opt: int, exe: str | None = None) -> tuple[bytes, str]:
     exe = exe or ptxas_path()
     if exe is None:
         raise ToolError("ptxas", "neither nvJitLink (cuda-python) nor ptxas is available to assemble PTX")
     with tempfile.TemporaryDirectory() as d:
         src, out = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
         Path(src).write_text(ptx)
-        cmd = [exe, f"-arch=sm_{sm}", f"-O{min(opt, 3)}", "-v", src, "-o", out]
+        cmd = [exe, f"-arch={arch_name(sm)}", f"-O{min(opt, 3)}", "-v", src, "-o", out]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise ToolError("ptxas", proc.stderr, repro=" ".join(cmd))

@@ -1,10 +1,16 @@
 """Software-pipelined `for` loops for the cuda lowering (the plan comes from backends/cuda/passes/gpu_pipeline.py).
 
 The planned loads are copied by cp.async into a ring of `stages` shared buffers: a prologue issues
-iterations 0..S-2, and iteration i waits for its own group, syncs the block (which also frees the
-slot read in iteration i-1), issues iteration i+S-1 into that slot and then runs its dots straight
-from slot i % S. The address state of iteration i+S-1 (induction variable and carried address tiles)
-is carried in extra phis; copies of iterations past the end are not issued.
+iterations 0..A-1 (A = pipe.ahead, S-1), and iteration i waits for its own group, syncs the block
+(which also frees the slot read in iteration i-1), issues iteration i+A into that slot and then runs
+its dots straight from slot i % S. The address state of iteration i+A (induction variable and carried
+address tiles) is carried in extra phis; copies of iterations past the end are not issued.
+
+Rings that wgmma reads hold swizzled tiles (swizzle.py) and each thread fences its copies into the
+async proxy before the block syncs. Where the loop leaves its wgmma group in flight (pipe.pending),
+A is S-2: the slot of iteration i-1 is still being read while iteration i runs, so iteration i fills
+the slot of i-2; the accumulator is waited for after the loop. A loop with one wgmma dot issues its
+copies after that dot's wgmma group, before waiting for it, so the tensor cores start first.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ import llvmlite.ir as ir
 from ...ir.core import Operation
 from ...ir.types import elem_type
 from . import ops
-from .plan import LoopPipeline
+from .layouts import WgmmaSpec
+from .plan import LoopPipeline, PipeLoad
+from .swizzle import align
 
 
 def _c(x: int) -> ir.Constant:
@@ -28,13 +36,19 @@ class PipelineLowering:
         super().op_load(op)
 
     def ring_operand(self, op: Operation, index: int):
+        got = self.ring_entry(op, index)
+        return None if got is None else (got[0], got[1].stride)
+
+    def ring_entry(self, op: Operation, index: int) -> tuple[ir.Value, PipeLoad] | None:
+        """The shared address (i32) of dot operand `index`'s tile in the slot of this iteration, and its
+        ring entry; None when the operand comes from registers."""
         got = self.pipes.operand(op, index)
         if got is None:
             return None
         pipe, pl = got
         slot, ring_base = self._rings[pipe.loop]
         base = self.b.add(self.b.mul(slot, _c(pipe.stage_bytes)), _c(ring_base + pl.offset))
-        return self.b.add(self.pb.ptrtoint(self.smem, ops.I32), base), pl.stride
+        return self.b.add(self.pb.ptrtoint(self.smem, ops.I32), base), pl
 
     # ---- instructions --------------------------------------------------------------------------
 
@@ -53,6 +67,19 @@ class PipelineLowering:
     def cp_wait(self, pending: int) -> None:
         self._asm(f"cp.async.wait_group {pending};", "~{memory}", [])
 
+    def fence_async_shared(self) -> None:
+        """Order this thread's shared-memory writes before later reads by the async proxy (wgmma)."""
+        self._asm("fence.proxy.async.shared::cta;", "~{memory}", [])
+
+    def swizzled_offset(self, tile, r, c):
+        """Byte offset (i32) of element (r, c) of a SwizzledTile, from i32 row and column values."""
+        bld = self.b
+        b = bld.mul(c, _c(tile.ebytes)) if tile.ebytes > 1 else c
+        blk = bld.lshr(b, _c(tile.sw.bit_length() - 1))
+        plain = bld.add(bld.add(bld.mul(blk, _c(tile.block_bytes)), bld.mul(r, _c(tile.sw))), bld.and_(b, _c(tile.sw - 1)))
+        phase = bld.and_(bld.lshr(plain, _c(7)), _c(tile.sw // 16 - 1))
+        return bld.xor(plain, bld.shl(phase, _c(4)))
+
     def _regs(self, v, lay) -> list:
         got = self.get(v, lay)
         return list(got) if lay is not None else [got]
@@ -65,6 +92,9 @@ class PipelineLowering:
         smem = pb.ptrtoint(self.smem, ops.I32)
         stage = bld.add(smem, bld.add(bld.mul(slot, _c(pipe.stage_bytes)), _c(ring_base)))
         for pl in pipe.loads:
+            if pl.swizzle:
+                self._issue_swizzled(pl, stage, valid)
+                continue
             lay, ld = pl.layout, pl.load
             eb = elem_type(ld.result.type).bits // 8
             ptrs = self.get(ld.operands[0], lay)
@@ -81,6 +111,27 @@ class PipelineLowering:
                 dst = bld.add(base, _c(row * pl.stride + col * eb))
                 size = _c(nbytes) if mask is None else bld.select(mask[r0], _c(nbytes), _c(0))
                 self.cp_async(dst, ptrs[r0], nbytes, size, valid)
+
+    def _issue_swizzled(self, pl: PipeLoad, stage, valid) -> None:
+        """cp.async one load into its swizzled tile: 16-byte chunks along the contiguous dimension."""
+        lay, ld, d = pl.layout, pl.load, pl.contig
+        tile = pl.tile()
+        ptrs = self.get(ld.operands[0], lay)
+        mask = self.get(ld.operands[1], lay) if len(ld.operands) > 1 else None
+        tc = self.thread_coord(lay)
+        bld = self.b
+        base = bld.add(stage, _c(pl.offset))
+        nbytes = pl.width * tile.ebytes
+        unique = set(self.unique_regs(lay))
+        for r0 in range(0, lay.num_regs, pl.width):
+            if r0 not in unique:
+                continue
+            coord = lay.reg_coord(r0)
+            row = bld.add(tc[1 - d], _c(coord[1 - d]))
+            col = bld.add(tc[d], _c(coord[d]))
+            dst = bld.add(base, self.swizzled_offset(tile, row, col))
+            size = _c(nbytes) if mask is None else bld.select(mask[r0], _c(nbytes), _c(0))
+            self.cp_async(dst, ptrs[r0], nbytes, size, valid)
 
     def _step(self, pipe: LoopPipeline, outer: list, state: tuple, slot, ub, step, signed: bool, ring_base: int):
         """Issue the copies of the iteration at `state` (iv, address tiles) into `slot`; the next state."""
@@ -116,13 +167,14 @@ class PipelineLowering:
         init = self._flat(op.operands[3:], lays)
         signed = elem_type(op.operands[0].type).is_signed
         outer = list(self.scopes)
-        ring_base, saved_base = self.smem_base, self.smem_base
-        self.reserve(pipe.ring_bytes)
+        saved_base = self.smem_base
+        ring_base = align(saved_base) if any(pl.swizzle for pl in pipe.loads) else saved_base  # swizzle period
+        self.reserve(ring_base - saved_base + pipe.ring_bytes)
         self.smem_base = ring_base + pipe.ring_bytes
         if self.smem_dirty:
             self.barrier()  # earlier scratch users may still read what the copies overwrite
         state = (lb, [self._regs(op.operands[2 + j], lay) for j, lay in zip(pipe.address_args, pipe.address_layouts, strict=True)])
-        for s in range(pipe.stages - 1):
+        for s in range(pipe.ahead):
             state = self._step(pipe, outer, state, _c(s), ub, step, signed, ring_base)
             self.cp_commit()
         n = len(init)
@@ -136,14 +188,31 @@ class PipelineLowering:
         self.b.position_at_end(loop)
         self.scopes.append({})
         self._unflat([iv, *phis], body.args, [None, *lays])
-        self.cp_wait(pipe.stages - 2)
+        self.cp_wait(pipe.ahead - 1)
+        if any(pl.swizzle for pl in pipe.loads):
+            self.fence_async_shared()
         self.barrier()
         last = _c(pipe.stages - 1)
-        write = self.b.select(self.b.icmp_unsigned("==", slot, _c(0)), last, self.b.sub(slot, _c(1)))
-        nxt_state = self._step(pipe, outer, (f_iv, f_addr), write, ub, step, signed, ring_base)
-        self.cp_commit()
+        over = self.b.add(slot, _c(pipe.ahead))  # (slot + ahead) % stages, ahead < stages
+        write = self.b.select(self.b.icmp_unsigned("<", over, _c(pipe.stages)), over, self.b.sub(over, _c(pipe.stages)))
+        issued: list = []
+
+        def issue() -> None:
+            issued.append(self._step(pipe, outer, (f_iv, f_addr), write, ub, step, signed, ring_base))
+            self.cp_commit()
+
+        for pl in pipe.loads:
+            self._pending[pl.dot] = pipe.pending
+        wg_dots = {pl.dot for pl in pipe.loads if isinstance(self.plan.mma.get(pl.dot), WgmmaSpec)}
+        if len(wg_dots) == 1:  # issued by the dot right after its wgmma group (the tensor cores start first)
+            self._deferred_issue[wg_dots.pop()] = issue
+        else:
+            issue()
         self._rings[op] = (slot, ring_base)
         self.lower_block([o for o in body.ops if o is not body.terminator])
+        if not issued:
+            issue()
+        nxt_state = issued[0]
         nxt = self._flat(body.terminator.operands, lays)
         self.scopes.pop()
         back = [(iv, self.b.add(iv, step)), *zip(phis, nxt, strict=True)]
@@ -154,4 +223,19 @@ class PipelineLowering:
         self.close_loop(header, exit_, back)
         self.cp_wait(0)
         self.smem_base = saved_base
+        if pipe.pending:
+            phis = self._drain_mma(op, phis, lays)
         self._unflat(phis, op.results, lays)
+
+    def _drain_mma(self, op: Operation, flat: list, lays: list) -> list:
+        """The loop results with the in-flight wgmma group waited for: the carried accumulator's
+        registers are passed through wgmma.wait_group 0, so nothing reads them before it."""
+        body = op.regions[0].block
+        dots = {pl.dot for pl in self.pipes.loops[op].loads}
+        out, at = list(flat), 0
+        for v, lay in zip(body.terminator.operands, lays, strict=True):
+            n = lay.num_regs if lay is not None else 1
+            if v.owner in dots:
+                out[at : at + n] = self.wgmma_wait(out[at : at + n], 0)
+            at += n
+        return out

@@ -9,9 +9,13 @@ decision is golden-testable as text), and the plans the lowering reads back from
   tile param (helper)  gpu.layout = "<layout>"
   strong tile values   gpu.strong = true on the op (a list of one bool per result on the ops above) or param:
                        the layout came from memory, a reduction or a carried value, not from index math
-  dot on tensor cores  gpu.mma = "f16 k=16 warps=2x2 reps=2x4"
+  dot on tensor cores  gpu.mma = "f16 k=16 warps=2x2 reps=2x4" (mma.sync), or
+                       gpu.mma = "wgmma f16 warpgroups=2x1 reps=1 n=256" (warpgroup MMA, sm_90a)
   pipelined for        gpu.stages = S; each load it copies into its cp.async ring has gpu.ring_offset and
-                       gpu.ring_stride (bytes in a stage) and gpu.copy_width (elements per cp.async)
+                       gpu.ring_stride (bytes in a stage) and gpu.copy_width (elements per cp.async);
+                       a ring that wgmma reads also has gpu.ring_swizzle (bytes) and gpu.ring_contig (the
+                       tile dimension stored contiguously); gpu.mma_pending = 1 on the loop when its
+                       wgmma group stays in flight into the next iteration
 
 A layout is written `reg=(0,1)(0,2) lane=(0,4)(0,8)(1,0)(2,0)(4,0) warp=(8,0)(16,0)`: the basis vector of
 each register, lane and warp bit (layouts.py), `-` where a kind has none.
@@ -20,14 +24,15 @@ each register, lane and warp bit (layouts.py), `-` where a kind has none.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ...errors import CompileError
 from ...ir.core import Block, Function, Operation, Value, error_location, uses_in
 from ...ir.ops import OPS
 from ...ir.types import TileType, elem_type, shape_of
-from .layouts import Basis, Layout, MmaSpec, blocked
+from .layouts import Basis, Layout, MmaSpec, WgmmaSpec, blocked
+from .swizzle import SwizzledTile
 
 NUM_WARPS = "gpu.num_warps"
 LAYOUT = "gpu.layout"
@@ -40,6 +45,9 @@ STAGES = "gpu.stages"
 RING_OFFSET = "gpu.ring_offset"
 RING_STRIDE = "gpu.ring_stride"
 COPY_WIDTH = "gpu.copy_width"
+RING_SWIZZLE = "gpu.ring_swizzle"
+RING_CONTIG = "gpu.ring_contig"
+MMA_PENDING = "gpu.mma_pending"
 STRONG = "gpu.strong"
 
 LAZY_OPS = frozenset(
@@ -109,20 +117,30 @@ def parse_layout(text: object, shape: tuple[int, ...], op: Operation | None = No
     return lay
 
 
-def format_mma(spec: MmaSpec) -> str:
+def format_mma(spec: MmaSpec | WgmmaSpec) -> str:
+    if isinstance(spec, WgmmaSpec):
+        return f"wgmma {spec.kind} warpgroups={spec.wm}x{spec.wn} reps={spec.mrep} n={spec.n}"
     return f"{spec.kind} k={spec.k} warps={spec.wm}x{spec.wn} reps={spec.mrep}x{spec.nrep}"
 
 
 _MMA_RE = re.compile(r"(f16|bf16|tf32|s8|u8) k=(\d+) warps=(\d+)x(\d+) reps=(\d+)x(\d+)")
+_WGMMA_RE = re.compile(r"wgmma (f16|bf16) warpgroups=(\d+)x(\d+) reps=(\d+) n=(\d+)")
 
 
-def parse_mma(text: object, op: Operation) -> MmaSpec:
+def parse_mma(text: object, op: Operation) -> MmaSpec | WgmmaSpec:
     m = _MMA_RE.fullmatch(text) if isinstance(text, str) else None
+    if m is not None:
+        kind, *nums = m.groups()
+        return MmaSpec(kind, *map(int, nums))
+    m = _WGMMA_RE.fullmatch(text) if isinstance(text, str) else None
     if m is None:
-        raise CompileError(f"cuda: {text!r} is not an mma plan (like \"f16 k=16 warps=2x2 reps=2x4\")",
-                           **error_location(op.loc))  # fmt: skip
+        raise CompileError(f"cuda: {text!r} is not an mma plan (like \"f16 k=16 warps=2x2 reps=2x4\" or "
+                           "\"wgmma f16 warpgroups=2x1 reps=1 n=256\")", **error_location(op.loc))  # fmt: skip
     kind, *nums = m.groups()
-    return MmaSpec(kind, *map(int, nums))
+    spec = WgmmaSpec(kind, *map(int, nums))
+    if spec.n % 8 or not 8 <= spec.n <= 256:
+        raise CompileError(f"cuda: wgmma takes N from 8 to 256 in steps of 8, not {spec.n}", **error_location(op.loc))
+    return spec
 
 
 # ---- the layout plan ----------------------------------------------------------------------------------
@@ -137,7 +155,7 @@ class LayoutPlan:
     natural: dict[Value, Layout] = field(default_factory=dict)
     access: dict[Operation, Layout] = field(default_factory=dict)
     vec: dict[Operation, int] = field(default_factory=dict)
-    mma: dict[Operation, MmaSpec] = field(default_factory=dict)
+    mma: dict[Operation, MmaSpec | WgmmaSpec] = field(default_factory=dict)
     strong: set[Value] = field(default_factory=set)
 
     def default(self, shape: tuple[int, ...]) -> Layout:
@@ -221,6 +239,13 @@ class PipeLoad:
     width: int
     offset: int
     stride: int
+    swizzle: int = 0  # bytes: the tile is a SwizzledTile (wgmma reads it); 0: rows of `stride` bytes
+    contig: int = 1  # the tile dimension that is contiguous in memory and stored as the tile's rows
+
+    def tile(self) -> SwizzledTile:
+        shape = shape_of(self.load.result.type)
+        eb = elem_type(self.load.result.type).bits // 8
+        return SwizzledTile(shape[1 - self.contig], shape[self.contig], eb, self.swizzle)
 
 
 @dataclass(frozen=True)
@@ -232,6 +257,13 @@ class LoopPipeline:
     address_layouts: tuple[Layout | None, ...]
     slice_ops: tuple[Operation, ...]  # body ops computing addresses, masks and next address state
     stage_bytes: int
+    pending: int = 0  # wgmma groups left in flight at the end of an iteration (0 or 1)
+
+    @property
+    def ahead(self) -> int:
+        """How many iterations ahead the copies run: one slot of the ring is read by the iteration
+        running, and one more by the MMA group still in flight."""
+        return self.stages - 1 - self.pending
 
     @property
     def ring_bytes(self) -> int:
@@ -258,7 +290,8 @@ class PipelinePlan:
             for pl in p.loads:
                 shape = shape_of(pl.load.result.type)
                 lines.append(f"  {'AB'[pl.operand]} {'x'.join(map(str, shape))}: {pl.width} x "
-                             f"{elem_type(pl.load.result.type).name} per copy, offset {pl.offset}, stride {pl.stride}")  # fmt: skip
+                             f"{elem_type(pl.load.result.type).name} per copy, offset {pl.offset}, stride {pl.stride}"
+                             + (f", swizzle {pl.swizzle} contiguous dim {pl.contig}" if pl.swizzle else ""))  # fmt: skip
         return "\n".join(lines) if lines else "no pipelined loops"
 
 
@@ -299,7 +332,10 @@ def loop_pipeline(
     slice_ops, args = got
     arg_lays = tuple(next((pl.layout for pl in loads if pl.load.operands[0] is body.args[j]),
                           layouts.natural.get(body.args[j])) for j in args)  # fmt: skip
-    stage_bytes = max(pl.offset + shape_of(pl.load.result.type)[0] * pl.stride for pl in loads)
+    stage_bytes = max(pl.offset + (pl.tile().nbytes if pl.swizzle else shape_of(pl.load.result.type)[0] * pl.stride)
+                      for pl in loads)  # fmt: skip
+    if any(pl.swizzle for pl in loads):
+        stage_bytes = -(-stage_bytes // 1024) * 1024  # every stage's tiles on the swizzle's 1024-byte period
     return LoopPipeline(loop, stages, tuple(loads), tuple(args), arg_lays, tuple(slice_ops), stage_bytes)
 
 
@@ -318,6 +354,11 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
         if got is None:
             raise CompileError("cuda: a pipelined loop copies no load whose addresses can be replayed",
                                **error_location(op.loc))  # fmt: skip
+        pending = int(op.attrs.get(MMA_PENDING, 0))
+        if pending not in (0, 1) or got.stages - 1 - pending < 1:
+            raise CompileError(f"cuda: {MMA_PENDING} = {pending} does not fit a loop of {got.stages} stages",
+                               **error_location(op.loc))  # fmt: skip
+        got = replace(got, pending=pending)
         plan.loops[op] = got
         for pl in got.loads:
             plan.by_load[pl.load] = (got, pl)
@@ -332,5 +373,8 @@ def _pipe_load(ld: Operation, uses: dict, layouts: LayoutPlan) -> PipeLoad:
                            **error_location(ld.loc))  # fmt: skip
     shape = shape_of(ld.result.type)
     width = int(ld.attrs.get(COPY_WIDTH, 1))
-    return PipeLoad(ld, dot, dot.operands.index(ld.result), blocked(shape, layouts.num_warps, width, (1, 0)), width,
-                    int(ld.attrs[RING_OFFSET]), int(ld.attrs.get(RING_STRIDE, 0)))  # fmt: skip
+    contig = int(ld.attrs.get(RING_CONTIG, 1))
+    order = (contig, 1 - contig)
+    return PipeLoad(ld, dot, dot.operands.index(ld.result), blocked(shape, layouts.num_warps, width, order), width,
+                    int(ld.attrs[RING_OFFSET]), int(ld.attrs.get(RING_STRIDE, 0)), int(ld.attrs.get(RING_SWIZZLE, 0)),
+                    contig)  # fmt: skip

@@ -2,11 +2,15 @@
 (NVVM) -> ptx -> cubin.
 
 STAGES is the list the backend registry hands the pipeline for "cuda"; each stage is `(ir, meta) -> next`.
+
+cuda:sm_90a turns on warpgroup MMA (wgmma) for the dots that can take it and builds for the sm_90a
+feature set; with SM90A_FOR_DOTS, cuda:sm_90 does the same for a kernel whose dots take wgmma, and its
+artifact says cuda:sm_90a (meta["resolved_target"]). Other kernels and targets keep mma.sync.
 """
 
 from __future__ import annotations
 
-from ...artifact import parse_target
+from ...artifact import arch_specific, parse_target
 from ...errors import CompileError
 from ...ir.core import Function, Module
 from ...ir.verifier import verify_module
@@ -15,11 +19,25 @@ from ...tir import tir_stage
 from . import nvptx
 from .layouts import is_pow2_shape
 from .passes import GpuDotAccPass, GpuLayoutPass, GpuPipelinePass
+from .plan import MMA
+
+SM90A_FOR_DOTS = False  # cuda:sm_90 builds dots on wgmma (sm_90a) when on; cuda:sm_90a always does
+WGMMA_PENDING = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline's wgmma_pending)
 
 
 def _sm(meta: dict) -> int:
     _, sm = parse_target(meta["options"].target)
     return sm
+
+
+def _arch(meta: dict) -> str:
+    """The arch ptx and the assembler build for: sm_XX, or sm_90a once gpu-tir chose wgmma."""
+    return meta.get("arch") or f"sm_{_sm(meta)}" + ("a" if arch_specific(meta["options"].target) else "")
+
+
+def _wants_wgmma(meta: dict) -> bool:
+    target = meta["options"].target
+    return _sm(meta) == 90 and (arch_specific(target) or SM90A_FOR_DOTS)
 
 
 def _kernel(module: Module, name: str | None) -> Function:
@@ -48,9 +66,15 @@ def gpu_tir(module: Module, meta: dict) -> Module:
     fn = _kernel(module, meta.get("kernel_name"))
     meta["kernel_name"] = fn.name
     _check_shapes(fn)
-    passes = [GpuDotAccPass(), GpuLayoutPass(num_warps=nw, sm=_sm(meta)), GpuPipelinePass(num_stages=opts.num_stages)]
+    wgmma = _wants_wgmma(meta)
+    passes = [GpuDotAccPass(), GpuLayoutPass(num_warps=nw, sm=_sm(meta), wgmma=wgmma),
+              GpuPipelinePass(num_stages=opts.num_stages, wgmma_pending=WGMMA_PENDING)]  # fmt: skip
     module = PassManager(passes, verify=False).run(Module([fn]))
     verify_module(module)  # once: only gpu-dot-acc rewrites ops, the other two add attributes
+    if wgmma and not arch_specific(opts.target):  # cuda:sm_90: sm_90a only where a dot took wgmma
+        used = any(str(op.attrs.get(MMA, "")).startswith("wgmma ") for op in fn.walk())
+        meta["arch"] = "sm_90a" if used else "sm_90"
+        meta["resolved_target"] = f"cuda:{meta['arch']}"
     return module
 
 
@@ -75,14 +99,14 @@ def _with_attrs(text: str, name: str, threads: int) -> str:
 
 def ptx(llir_text: str, meta: dict) -> str:
     opts = meta["options"]
-    sm = _sm(meta)
-    mod = nvptx.optimise(llir_text, meta["kernel_name"], sm, opts.opt_level)
+    arch = _arch(meta)
+    mod = nvptx.optimise(llir_text, meta["kernel_name"], arch, opts.opt_level)
     meta["llir_optimised"] = str(mod)
-    return nvptx.emit_ptx(mod, sm, opts.opt_level)
+    return nvptx.emit_ptx(mod, arch, opts.opt_level)
 
 
 def cubin(ptx_text: str, meta: dict) -> bytes:
-    binary, log = nvptx.ptx_to_cubin(ptx_text, _sm(meta), meta["options"].opt_level)
+    binary, log = nvptx.ptx_to_cubin(ptx_text, _arch(meta), meta["options"].opt_level)
     meta.update(nvptx.resource_usage(log))
     meta["assembler_log"] = log
     return binary

@@ -11,7 +11,7 @@ from ....ir.core import Function, Module, Operation, Value
 from ....ir.types import TileType, elem_type, shape_of
 from ....passes.axis_analysis import AxisInfo, axis_analysis
 from ..layout_reshape import reshape_layout
-from ..layouts import Layout, MmaSpec, blocked, log2, mma_layout, scan_layout
+from ..layouts import Layout, MmaSpec, WgmmaSpec, blocked, log2, mma_layout, scan_layout, wgmma_layout
 from ..plan import (
     ACCESS,
     BEFORE_LAYOUTS,
@@ -55,6 +55,32 @@ def mma_spec(op: Operation, num_warps: int, sm: int) -> MmaSpec | None:
     return MmaSpec(kind[0], kind[1], wm, wn, m // (16 * wm), n // (8 * wn))
 
 
+WGMMA_KINDS = {("f16", "f32"): "f16", ("bf16", "f32"): "bf16"}
+WGMMA_MAX_ACC = 128  # f32 accumulator registers per thread; more would spill
+
+
+def wgmma_spec(op: Operation, num_warps: int) -> WgmmaSpec | None:
+    """The warpgroup-MMA plan of a dot (sm_90a), or None where mma.sync must take it: other dtypes,
+    fewer than 4 warps, M not a multiple of 64, N under 16 or more than 256 columns (or 128
+    accumulators) per warpgroup. Warpgroups split M first; a split of N keeps 128-byte column blocks."""
+    a, _, c = op.operands
+    kind = WGMMA_KINDS.get((elem_type(a.type).name, elem_type(c.type).name))
+    (m, k), n = a.type.shape, c.type.shape[1]
+    nwg = num_warps // 4
+    if kind is None or nwg < 1 or m % 64 or k % 16 or n % 16:
+        return None
+    wm = min(nwg, m // 64)
+    wn = nwg // wm
+    cols = n // wn
+    eb = elem_type(a.type).bits // 8
+    if cols < 16 or cols > 256 or (wn > 1 and cols * eb % 128):
+        return None
+    mrep = m // (64 * wm)
+    if mrep * cols // 2 > WGMMA_MAX_ACC:
+        return None
+    return WgmmaSpec(kind, wm, wn, mrep, cols)
+
+
 @dataclass
 class _Assignment(LayoutPlan):
     """The plan being built, with what only the pass needs: the values whose layout an access or a
@@ -70,7 +96,8 @@ class GpuLayoutPass:
     Accesses are blocked along the pointer tile's most contiguous dimension, with up to 16 bytes per
     thread there; other values inherit layouts from their operands (reductions take the slice of
     their operand's layout), so elementwise code between accesses needs no conversion. A dot that
-    the tensor cores can take (sm >= 80) leaves its result in the mma accumulator layout.
+    the tensor cores can take (sm >= 80) leaves its result in the mma accumulator layout; with `wgmma`
+    on (the sm_90a target), a dot that warpgroup MMA can take (wgmma_spec) in the wgmma one.
     Guarantees: every function gets gpu.num_warps; every tile value defined by an op, loop or branch
     gets its layout (gpu.layout, gpu.access, gpu.layouts); every tile load/store gets gpu.vec, the
     elements per access that axis analysis proves contiguous, aligned and equally masked (at most 16
@@ -80,6 +107,7 @@ class GpuLayoutPass:
     name = "gpu-layout"
     num_warps: int = 4
     sm: int = 0
+    wgmma: bool = False
 
     def apply(self, module: Module) -> None:
         for fn in module.functions:
@@ -195,8 +223,12 @@ class GpuLayoutPass:
         elif name == "scan":
             self._set(plan, res, scan_layout(shape, op.attrs["axis"], self.num_warps), True)
         elif name == "dot":
-            spec = mma_spec(op, self.num_warps, self.sm)
-            if spec is not None:
+            wg = wgmma_spec(op, self.num_warps) if self.wgmma and self.sm >= 90 else None
+            spec = mma_spec(op, self.num_warps, self.sm) if wg is None else None
+            if wg is not None:
+                plan.mma[op] = wg
+                self._set(plan, res, wgmma_layout(shape, wg, self.num_warps), True)
+            elif spec is not None:
                 plan.mma[op] = spec
                 self._set(plan, res, mma_layout(shape, spec, self.num_warps), True)
             else:

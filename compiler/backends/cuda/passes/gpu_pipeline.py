@@ -7,17 +7,20 @@ compiler/backends/cuda/pipelined.py emits the prologue, the ring and the waits f
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import gcd
 
 from ....ir.core import Block, Function, Module, Operation, Value, uses_in
 from ....ir.types import TileType, elem_type, shape_of
 from ....passes.axis_analysis import RULES, AxisInfo, axis_analysis, unknown
-from ..layouts import blocked
+from ..layouts import WgmmaSpec, blocked
 from ..plan import (
     COPY_WIDTH,
+    MMA_PENDING,
+    RING_CONTIG,
     RING_OFFSET,
     RING_STRIDE,
+    RING_SWIZZLE,
     STAGES,
     LayoutPlan,
     LoopPipeline,
@@ -27,6 +30,7 @@ from ..plan import (
     operand_stride,
     read_layouts,
 )
+from ..swizzle import align, swizzle_width
 
 MAX_RING = 160 * 1024  # shared bytes the ring may take; the rest stays for conversions in the loop
 PIPELINED_KINDS = ("f16", "bf16", "tf32")
@@ -45,15 +49,23 @@ class GpuPipelinePass:
     the ring fits in MAX_RING. Loops that do not match are left to the plain lowering. Each planned
     loop gets gpu.stages, each load it copies gpu.ring_offset, gpu.ring_stride and gpu.copy_width;
     it reads the layouts and mma plans gpu-layout recorded (run that first).
+
+    Operands of a warpgroup-MMA dot (wgmma) are copied into swizzled tiles (swizzle.py) along
+    whichever tile dimension is contiguous in memory (gpu.ring_swizzle, gpu.ring_contig), each tile
+    and stage on 1024 bytes. With `wgmma_pending` 1 and at least 3 stages, a loop whose one wgmma
+    dot reads both operands from the ring and carries its accumulator straight back into itself gets
+    gpu.mma_pending = 1: that dot's MMA group stays in flight across the next iteration, so the
+    copies run stages-2 iterations ahead instead of stages-1.
     """
 
     name = "gpu-pipeline"
     num_stages: int = 3
+    wgmma_pending: int = 1
 
     def apply(self, module: Module) -> None:
         for fn in module.functions:
             for op in fn.walk():
-                for k in (STAGES, RING_OFFSET, RING_STRIDE, COPY_WIDTH):
+                for k in (STAGES, RING_OFFSET, RING_STRIDE, COPY_WIDTH, RING_SWIZZLE, RING_CONTIG, MMA_PENDING):
                     op.attrs.pop(k, None)
             if self.num_stages >= 2:
                 for pipe in self.plan(fn):
@@ -86,7 +98,10 @@ class GpuPipelinePass:
             return None
         slice_ops, args = sl
         info = self._address_info(op, body, slice_ops, args, axis)
-        return self._layout_ring(op, layouts, loads, ChainMap(info, axis))
+        pipe = self._layout_ring(op, layouts, loads, ChainMap(info, axis))
+        if pipe is not None and self.wgmma_pending and pipe.stages >= 3 and _async_mma(pipe, layouts, body, uses):
+            pipe = replace(pipe, pending=1)
+        return pipe
 
     @staticmethod
     def _feeds_only(v: Value, dot: Operation, body: Block, uses: dict) -> bool:
@@ -139,6 +154,12 @@ class GpuPipelinePass:
         for ld, dot, i in loads:
             shape = shape_of(ld.result.type)
             eb = elem_type(ld.result.type).bits // 8
+            if isinstance(layouts.mma[dot], WgmmaSpec):
+                got = _swizzled(ld, dot, i, shape, eb, info, layouts.num_warps, offset)
+                if got is not None:
+                    pls.append(got)
+                    offset = align(offset + got.tile().nbytes)
+                continue  # else this operand is loaded and staged the plain way
             width = _copy_width(ld, shape, eb, info)
             if width is None:
                 continue  # this operand is loaded and staged the plain way
@@ -148,6 +169,8 @@ class GpuPipelinePass:
             offset += shape[0] * stride
         if not pls:
             return None
+        if any(pl.swizzle for pl in pls):
+            offset = align(offset)
         stages = self.num_stages
         while stages > 2 and stages * offset > MAX_RING:
             stages -= 1
@@ -158,22 +181,61 @@ class GpuPipelinePass:
 
 def _record(pipe: LoopPipeline) -> None:
     pipe.loop.attrs[STAGES] = pipe.stages
+    if pipe.pending:
+        pipe.loop.attrs[MMA_PENDING] = pipe.pending
     for pl in pipe.loads:
         pl.load.attrs.update({RING_OFFSET: pl.offset, RING_STRIDE: pl.stride, COPY_WIDTH: pl.width})
+        if pl.swizzle:
+            pl.load.attrs.update({RING_SWIZZLE: pl.swizzle, RING_CONTIG: pl.contig})
 
 
-def _copy_width(ld: Operation, shape: tuple[int, ...], eb: int, info: ChainMap) -> int | None:
-    """Elements per cp.async along the rows (4, 8 or 16 bytes), or None when no such copy is provable."""
+def _swizzled(ld: Operation, dot: Operation, i: int, shape: tuple, eb: int, info: ChainMap, num_warps: int,
+              offset: int) -> PipeLoad | None:  # fmt: skip
+    """The ring entry of a wgmma operand: 16-byte copies along the dimension that is contiguous in
+    memory, into a swizzled tile at `offset`; None when neither dimension allows such copies."""
+    best = None
+    for d in (1, 0):
+        w = _copy_width(ld, shape, eb, info, d)
+        sw = swizzle_width(shape[d], eb)
+        if w is not None and w * eb == 16 and sw and (best is None or w > best[0]):
+            best = (w, d, sw)
+    if best is None:
+        return None
+    w, d, sw = best
+    lay = blocked(shape, num_warps, w, (d, 1 - d))
+    return PipeLoad(ld, dot, i, lay, w, offset, sw, sw, d)
+
+
+def _async_mma(pipe: LoopPipeline, layouts: LayoutPlan, body: Block, uses: dict) -> bool:
+    """Whether the loop's one wgmma dot may leave its MMA group in flight into the next iteration: it
+    reads both operands from the ring, and its result goes only to the yield whose carried value only
+    it reads (as its accumulator), so no other instruction touches the registers it is writing."""
+    dots = [o for o in body.ops if o.name == "dot" and o in layouts.mma]
+    if len(dots) != 1 or not isinstance(layouts.mma[dots[0]], WgmmaSpec):
+        return False
+    dot = dots[0]
+    if sum(pl.dot is dot for pl in pipe.loads) != 2:
+        return False
+    users = uses.get(dot.result, [])
+    term = body.terminator
+    if len(users) != 1 or users[0] is not term or term.operands.count(dot.result) != 1:
+        return False
+    carried = body.args[1 + term.operands.index(dot.result)]
+    return dot.operands[2] is carried and len(uses.get(carried, [])) == 1
+
+
+def _copy_width(ld: Operation, shape: tuple[int, ...], eb: int, info: ChainMap, dim: int = 1) -> int | None:
+    """Elements per cp.async along `dim` (4, 8 or 16 bytes), or None when no such copy is provable."""
     ptr = ld.operands[0]
     pi = info.get(ptr)
     if pi is None or len(shape) != 2:
         return None
-    mconst = shape[1]
+    mconst = shape[dim]
     if len(ld.operands) > 1:
         mi = info.get(ld.operands[1])
-        mconst = mi.constancy[1] if mi else 1
-    w = min(16 // eb, shape[1])
-    while w > 1 and (w > pi.contiguity[1] or pi.divisibility[1] % (w * eb) or mconst < w):
+        mconst = mi.constancy[dim] if mi else 1
+    w = min(16 // eb, shape[dim])
+    while w > 1 and (w > pi.contiguity[dim] or pi.divisibility[dim] % (w * eb) or mconst < w):
         w //= 2
     return w if w * eb >= 4 else None
 

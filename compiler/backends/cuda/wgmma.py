@@ -1,0 +1,182 @@
+"""`dot` on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a) for the cuda lowering: f16/bf16 -> f32,
+m64nNk16, both operands read from swizzled shared-memory tiles (swizzle.py) through matrix descriptors.
+
+Operands come from a pipelined loop's ring (pipelined.py copies them there, stored along the dimension
+that is contiguous in memory: K-major or MN-major) or are staged here from registers (A K-major,
+B N-major). Each warpgroup (4 consecutive warps) issues one instruction per m64 tile and K step of 16
+over its columns; the accumulator stays in the wgmma layout (layouts.wgmma_layout): register
+(n/2) * mi + 4 * j + c of a thread holds element c of its 16-row slice of the m16n8 fragment j of
+m64 tile mi. The issue is fenced (wgmma.fence), committed as one group and waited for at once, or,
+in a loop planned with gpu.mma_pending = 1, with one group left in flight.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ...ir.core import Operation
+from ...ir.types import elem_type
+from . import ops
+from .layouts import Layout, WgmmaSpec, log2
+from .swizzle import SwizzledTile, align, swizzle_width
+
+I64 = ir.IntType(64)
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(ops.I32, x)
+
+
+class WgmmaLowering:
+    def op_dot(self, op: Operation) -> None:
+        spec = self.plan.mma.get(op)
+        if not isinstance(spec, WgmmaSpec):
+            super().op_dot(op)  # mma.sync (mma.py) or the FMA path (reduce.py)
+            return
+        c = op.operands[2]
+        k = op.operands[0].type.shape[1]
+        lay = self.layout_of(op.result)
+        tiles = [self._ring_tile(op, i) for i in (0, 1)]
+        staged = [i for i in (0, 1) if tiles[i] is None]
+        lays = {i: self.layout_of(op.operands[i]) for i in staged}
+        vals = {i: self.get(op.operands[i], lays[i]) for i in staged}  # every register before staging begins
+        acc = list(self.get(c, lay))
+        if staged:
+            tiles = self._stage_wgmma(op, staged, vals, lays, tiles)
+        (a_base, a_tile, a_mn), (b_base, b_tile, b_mn) = tiles
+        pb, bld = self.pb, self.b
+        wg = pb.lshr(self.warp, _c(2))
+        wg_m = pb.and_(wg, _c(spec.wm - 1))
+        wg_n = pb.lshr(wg, _c(log2(spec.wm)))
+        a_desc = ir.Constant(I64, a_tile.descriptor(a_mn))
+        b_desc = ir.Constant(I64, b_tile.descriptor(b_mn))
+        # this warpgroup's first A row and B column, as addresses of the unswizzled starts
+        a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
+        b_wg = bld.add(b_base, self._wg_start(b_tile, b_mn, pb.mul(wg_n, _c(spec.n))))
+        self.wgmma_fence()
+        per = spec.n // 2
+        for ks in range(k // 16):
+            b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * 16)))
+            bd = bld.add(b_desc, bld.zext(bld.lshr(b_off, _c(4)), I64))
+            for mi in range(spec.mrep):
+                a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * 16)))
+                ad = bld.add(a_desc, bld.zext(bld.lshr(a_off, _c(4)), I64))
+                acc[mi * per : (mi + 1) * per] = self.wgmma(
+                    spec, ad, bd, acc[mi * per : (mi + 1) * per], a_mn, b_mn
+                )
+        self.wgmma_commit()
+        issue = self._deferred_issue.pop(op, None)
+        if issue is not None:
+            issue()  # a pipelined loop's copies for a later iteration, while the group runs
+        acc = self.wgmma_wait(acc, self._pending.get(op, 0))
+        self.define(op.result, lay, acc)
+
+    # ---- operand tiles -------------------------------------------------------------------------
+
+    def _ring_tile(self, op: Operation, index: int):
+        """(shared address, SwizzledTile, MN-major?) of an operand in a pipelined loop's ring, or None."""
+        got = self.ring_entry(op, index)
+        if got is None or not got[1].swizzle:
+            return None
+        base, pl = got
+        mn_major = pl.contig == (1 if index == 1 else 0)  # B stored along N, or A stored along M
+        return base, pl.tile(), mn_major
+
+    def _stage_wgmma(self, op: Operation, staged: list, vals: dict, lays: dict, tiles: list) -> list:
+        """Store register operands into swizzled scratch tiles (A K-major: rows M; B N-major: rows K),
+        then fence them into the async proxy and sync the block."""
+        out = list(tiles)
+        offs, total, shapes = {}, 0, {}
+        for i in staged:
+            shape = op.operands[i].type.shape
+            eb = elem_type(op.operands[i].type).bits // 8
+            shapes[i] = SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))
+            offs[i], total = total, align(total + shapes[i].nbytes)
+        base = align(self.smem_base) - self.smem_base  # scratch offsets are relative to smem_base
+        self.reserve(base + total)
+        if self.smem_dirty:
+            self.barrier()
+        for i in staged:
+            self._stage_swizzled(op.operands[i], vals[i], lays[i], shapes[i], base + offs[i])
+        self.fence_async_shared()
+        self.barrier()
+        self.smem_dirty = True
+        smem = self.pb.ptrtoint(self.smem, ops.I32)
+        for i in staged:
+            out[i] = (self.pb.add(smem, _c(self.smem_base + base + offs[i])), shapes[i], i == 1)
+        return out
+
+    def _stage_swizzled(self, v, vals: list, lay: Layout, tile: SwizzledTile, byte_base: int) -> None:
+        """Write tile `v` (registers `vals` in `lay`) into `tile` at scratch `byte_base`, in vectors of the
+        registers consecutive along the rows (at most 16 bytes: a vector never leaves its chunk)."""
+        e = elem_type(v.type)
+        w = min(lay.contiguous_vec(1), 16 // tile.ebytes, tile.cols)
+        tc = self.thread_coord(lay)
+        mt = ops.mem_type(e)
+        bld = self.b
+        unique = set(self.unique_regs(lay))
+        for r0 in range(0, lay.num_regs, w):
+            if r0 not in unique:
+                continue
+            row, col = lay.reg_coord(r0)
+            off = self.swizzled_offset(tile, bld.add(tc[0], _c(row)), bld.add(tc[1], _c(col)))
+            ptr = self.smem_at(bld.add(off, _c(byte_base)))
+            xs = [ops.to_mem(bld, e, vals[r0 + i]) for i in range(w)]
+            if w == 1:
+                bld.store(xs[0], ptr, align=tile.ebytes)
+                continue
+            vec = ir.Constant(ir.VectorType(mt, w), None)
+            for i, x in enumerate(xs):
+                vec = bld.insert_element(vec, x, _c(i))
+            if w * tile.ebytes >= 4:  # as 32-bit words: the backend keeps those one vector store
+                nw = w * tile.ebytes // 4
+                vec = bld.bitcast(vec, ir.VectorType(ops.I32, nw) if nw > 1 else ops.I32)
+            bld.store(vec, ptr, align=w * tile.ebytes)
+
+    # ---- descriptors ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _static_start(tile: SwizzledTile, mn_major: bool, mn: int, k: int) -> int:
+        """Byte offset of the unswizzled start of the sub-tile at (mn, k) of the operand (M or N, K)."""
+        return tile.plain(k, mn) if mn_major else tile.plain(mn, k)
+
+    def _wg_start(self, tile: SwizzledTile, mn_major: bool, mn0):
+        """Byte offset of the operand's M or N index `mn0` (i32; a multiple of 64 rows, or of a swizzle
+        block's columns when the tile is MN-major, so offsets of the sub-tiles after it just add)."""
+        pb = self.pb
+        if mn_major:
+            per_block = tile.sw // tile.ebytes
+            return pb.mul(pb.udiv(mn0, _c(per_block)), _c(tile.block_bytes))
+        return pb.mul(mn0, _c(tile.sw))
+
+    # ---- instructions --------------------------------------------------------------------------
+
+    def wgmma_fence(self) -> None:
+        self._asm("wgmma.fence.sync.aligned;", "~{memory}", [])
+
+    def wgmma_commit(self) -> None:
+        self._asm("wgmma.commit_group.sync.aligned;", "~{memory}", [])
+
+    def wgmma_wait(self, acc: list, pending: int) -> list:
+        """wgmma.wait_group `pending`, passing the accumulator registers through it so that no read of
+        them is scheduled before the wait."""
+        n = len(acc)
+        text = f"wgmma.wait_group.sync.aligned {pending};"
+        cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["~{memory}"])
+        asm = ir.InlineAsm(
+            ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [ops.F32] * n), text, cons, side_effect=True
+        )
+        res = self.b.call(asm, acc)
+        return [self.b.extract_value(res, i) for i in range(n)]
+
+    def wgmma(self, spec: WgmmaSpec, a_desc, b_desc, acc: list, a_mn: bool, b_mn: bool) -> list:
+        """One m64nNk16 wgmma accumulating into `acc` (n/2 f32 registers)."""
+        n = len(acc)
+        regs = ", ".join(f"${i}" for i in range(n))
+        t = spec.kind
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + 2}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k16.f32.{t}.{t} "
+                f"{{{regs}}}, ${n}, ${n + 1}, p, 1, 1, {int(a_mn)}, {int(b_mn)}; }}")  # fmt: skip
+        cons = ",".join(["=f"] * n + ["l", "l", "r"] + [str(i) for i in range(n)])
+        fnty = ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [I64, I64, ops.I32] + [ops.F32] * n)
+        res = self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), [a_desc, b_desc, _c(1), *acc])
+        return [self.b.extract_value(res, i) for i in range(n)]
