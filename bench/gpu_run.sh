@@ -37,3 +37,12 @@ if [ "$stage" = first ]; then
   python3 -m compileall -q -j 0 /tmp/site tilec compiler client server migrations > /dev/null 2>&1
   timeout 500 python3 bench/first_launch.py --json "$OUT/first_launch.json" 2>&1 | tee "$OUT/first_launch.log" | tail -20
 fi
+if [ "$stage" = inductor ]; then
+  # the max-autotune models of the Inductor corpus (merged into the committed corpus), then tilec under
+  # torch.compile: every model against Inductor's outputs, and one model's cold start side by side
+  [ -n "$quick" ] || TORCHINDUCTOR_COMPILE_THREADS=16 timeout 75 python3 tests/inductor/make_corpus.py \
+    --merge tests/inductor/corpus --only attention mm mlp_gelu --tar "$OUT/corpus.tar.gz" 2>&1 \
+    | grep -v -i warn | tee "$OUT/corpus.log" | grep -E "^[a-z_]+ +[0-9.]+ s|models|FAILED"
+  timeout 190 python3 bench/inductor_cold.py --runs 1 --budget-s 170 --json "$OUT/inductor.json" 2>&1 | tee "$OUT/inductor.log" \
+    | grep -v -i warn | tail -60
+fi

@@ -148,7 +148,6 @@ def backend(gm: Any, example_inputs: Any, server: Any = None, **options: Any) ->
 
     _patch(server)
     patches = dict(options.pop("options", None) or {})
-    patches.setdefault("compile_threads", 1)  # kernels are handed to tilec in this process, not a pool
     with _active():
         return compile_fx(gm, example_inputs, config_patches=patches)
 
