@@ -16,6 +16,8 @@ after another, each op vectorised over its whole tile. Choices where Triton leav
   step: f16 reduces in f16, i8 sums wrap in i8, as the IR says; a frontend that wants wider sums
   casts first). scan is sequential along its axis, each step rounded. max/min (and atomics max/min)
   let a number win over NaN unless `propagate_nan`; argmax/argmin ignore NaN, ties go to the lowest index.
+  reduce_with/scan_with run their combiner region in the same orders (combine.py), once per step over
+  all the lanes of the step.
 - for iterates while iv < ub (step > 0) or iv > ub (step < 0); step 0 is an InterpError.
 - Memory: masked-off lanes never touch memory; a load's masked-off lanes take `other` (or 0); a
   store whose lanes repeat an address keeps the last lane; atomics apply lanes in lane order and

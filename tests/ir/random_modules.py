@@ -42,8 +42,9 @@ SHAPES = ((), (4,), (8,), (1, 4), (2, 4), (2, 1), (4, 2), (2, 2))
 BITCAST_PARTNERS = {"i32": (u32, f32), "u32": (i32, f32), "f32": (i32, u32), "f16": (bf16,), "bf16": (f16,)}
 STATEMENTS = (
     "binary", "binary", "unary", "fma", "cmp", "select", "cast", "bitcast", "shape", "reduce", "scan", "dot",
-    "load", "load", "store", "atomic", "cas", "for", "if", "while", "call",
+    "load", "load", "store", "atomic", "cas", "for", "if", "while", "call", "reduce_with", "scan_with",
 )  # fmt: skip
+COMBINER_STATEMENTS = ("binary", "binary", "cmp_select", "cast")
 
 
 class _Gen:
@@ -218,6 +219,56 @@ class _Gen:
         attrs = {"reverse": True} if self.draw(st.booleans()) else {}
         kind, axis = self.draw(st.sampled_from(SCAN_KINDS)), self.draw(st.integers(0, x.type.rank - 1))
         self.add(self.b.op1("scan", [x], x.type, kind=kind, axis=axis, **attrs))
+
+    def s_reduce_with(self, name: str = "reduce_with") -> None:
+        x = self.any_value(lambda t: isinstance(t, TileType))
+        shape = x.type.shape
+        others = [
+            self.pick(TileType(shape, self.draw(st.sampled_from(ELEMS))))
+            for _ in range(self.draw(st.integers(0, 1)))
+        ]
+        operands = [x, *others]
+        elems = [elem_type(v.type) for v in operands]
+        axis = self.draw(st.integers(0, len(shape) - 1))
+        attrs: dict = {"axis": axis}
+        if name == "scan_with":
+            types = [v.type for v in operands]
+            if self.draw(st.booleans()):
+                attrs["reverse"] = True
+        else:
+            rest = tuple(d for i, d in enumerate(shape) if i != axis)
+            types = [make_type(rest, e) for e in elems]
+        op = self.b.create(name, operands, types, attrs, [self.combiner(elems)])
+        for r in op.results:
+            self.add(r)
+
+    def s_scan_with(self) -> None:
+        self.s_reduce_with("scan_with")
+
+    def combiner(self, elems: list) -> Region:
+        """Straight-line scalar code over (lhs..., rhs...) yielding one element per operand."""
+        block = Block([*elems, *elems])
+        saved = self.b.block, self.b.index
+        self.b.block, self.b.index = block, None
+        self.frames.append(list(block.args))
+        for _ in range(self.draw(st.integers(0, 4))):
+            e = self.draw(st.sampled_from(elems))
+            kind = self.draw(st.sampled_from(COMBINER_STATEMENTS))
+            if kind == "binary":
+                names = ["add", "sub", "mul", "maximum", "minimum"] + (
+                    [] if e.is_float else ["and", "or", "xor"]
+                )
+                self.add(self.b.binary(self.draw(st.sampled_from(names)), self.pick(e), self.pick(e)))
+            elif kind == "cmp_select":
+                pred = self.draw(st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"]))
+                c = self.add(self.b.cmp(pred, self.pick(e), self.pick(e)))
+                self.add(self.b.select(c, self.pick(e), self.pick(e)))
+            else:
+                self.add(self.b.cast(self.pick(self.draw(st.sampled_from(elems))), e))
+        self.b.create("yield", [self.pick(e) for e in elems], [])
+        self.frames.pop()
+        self.b.block, self.b.index = saved
+        return Region(block)
 
     def s_dot(self) -> None:
         e = self.draw(st.sampled_from([f16, bf16, f32]))
