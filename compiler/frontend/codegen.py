@@ -427,7 +427,7 @@ class ExprGen:
 
     def combiner(self, fn: Any, n: int, what: str) -> combine.Combiner:
         """The combine function as a region builder: a call of the @triton.jit function (checked to be
-        straight-line scalar code), or a tl.* library function applied to the elements."""
+        pure scalar code), or a tl.* library function applied to the elements."""
         if isinstance(fn, QualName) and callable(lookup(fn.name)):
             entry = lookup(fn.name)
             return lambda lhs, rhs: self.apply(_short(fn.name), entry, [*lhs, *rhs], {})
@@ -444,7 +444,7 @@ class ExprGen:
             got = self.call_helper(fdef, [*lhs, *rhs], {})
             call = self.b.block.ops[-1] if self.b.block is not None and self.b.block.ops else None
             if call is not None and call.name == "call":
-                combine.check_straight_line(self.ctx.module, call, fdef.name, self.ctx.info.error)
+                combine.check_pure_scalar(self.ctx.module, call, fdef.name, self.ctx.info.error)
             return got
 
         return build

@@ -122,14 +122,10 @@ def _element(sem: Semantic, v: Any, elem: Any, i: int, what: str) -> Tensor:
 
 # ---- checking a @triton.jit combine function -----------------------------------------------------------
 
-_WHY = {"if": "a runtime `if`", "for": "a runtime `for` loop", "while": "a `while` loop"}
 
-
-def check_straight_line(
-    module: Module, call: Operation, name: str, error: Callable[..., CompileError]
-) -> None:
-    """The helper `call` calls (and those it calls) is straight-line scalar code, which a combiner must be;
-    else a CompileError at the first op that is not, `error(node_like, message, cls)`."""
+def check_pure_scalar(module: Module, call: Operation, name: str, error: Callable[..., CompileError]) -> None:
+    """The helper `call` calls (and those it calls) is pure scalar code, which a combiner must be; else a
+    CompileError at the first op that is not, `error(node_like, message, cls)`."""
     seen: set[str] = set()
     todo = [call]
     while todo:
@@ -138,7 +134,7 @@ def check_straight_line(
         if f is None or f.name in seen:
             continue
         seen.add(f.name)
-        for op in f.body.block.ops:
+        for op in f.walk():
             problem = _problem(op)
             if problem is not None:
                 node = SimpleNamespace(lineno=op.loc.line, col_offset=op.loc.col - 1) if op.loc else None
@@ -148,15 +144,16 @@ def check_straight_line(
 
 
 def _problem(op: Operation) -> str | None:
-    if op.name in _WHY:
-        return f"{_WHY[op.name]} is not supported in a combine function (it must be straight-line code; use tl.where)"
     for v in (*op.operands, *op.results):
         if isinstance(v.type, TileType):
             return (
                 f"'{op.name}' makes or takes the tile {v.type}; a combine function works on single elements"
             )
-    if op.name not in ("call", "return") and not OPS[op.name].has(PURE):
+    if op.name not in _CONTROL and not OPS[op.name].has(PURE):
         return (
             f"'{op.name}' is not allowed in a combine function (it must be pure: no memory access or asserts)"
         )
     return None
+
+
+_CONTROL = ("call", "return", "if", "for", "while", "yield", "condition")

@@ -1,7 +1,8 @@
-"""reduce_with and scan_with on the interpreter: reductions and scans whose combine is a region of
-straight-line scalar code. Each step runs the region once over all of its lanes together (the region's
-ops are elementwise, so NumPy carries the lanes through them), in the orders ops.py states: a balanced
-tree for reduce_with (first half with second half), one element after another for scan_with.
+"""reduce_with and scan_with on the interpreter: reductions and scans whose combine is a region of pure
+scalar code. Each step runs the region once over all of its lanes together (its ops are elementwise, so
+NumPy carries the lanes through them; ifs and loops keep each lane's own outcome), in the orders ops.py
+states: a balanced tree for reduce_with (first half with second half), one element after another for
+scan_with.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir.core import Block, Operation, Value
+from ..ir.ops import TERMINATORS
 from ..ir.types import bf16, elem_type
 from . import numerics as nx
 from .errors import InterpError, located
@@ -56,10 +58,10 @@ def combine(m: Machine, op: Operation, lhs: list[Array], rhs: list[Array]) -> li
 
 
 def _run(m: Machine, block: Block, env: dict[Value, Array], depth: int) -> list[Array]:
-    """Run a combiner block (or the body of a helper it calls) over arrays of lanes; values defined
-    outside the region are read from the machine's environment."""
+    """Run a combiner block (or the body of a helper it calls, or a region nested in them) over arrays of
+    lanes; values defined outside the combiner are read from the machine's environment."""
     for op in block.ops:
-        if op.name in ("yield", "return"):
+        if op.name in TERMINATORS:
             return [_read(m, env, v) for v in op.operands]
         m.tick(op)
         xs = [_read(m, env, v) for v in op.operands]
@@ -69,12 +71,65 @@ def _run(m: Machine, block: Block, env: dict[Value, Array], depth: int) -> list[
             callee = m.module.get(op.attrs["callee"])
             assert callee is not None  # the verifier checked it
             outs = _run(m, callee.body.block, dict(zip(callee.args, xs, strict=True)), depth + 1)
+        elif op.name in _CONTROL:
+            outs = _CONTROL[op.name](m, op, xs, env, depth)
         else:
             got = SEMANTICS[op.name](op, xs, m)
             outs = [got] if len(op.results) == 1 else list(got)
         for r, v in zip(op.results, outs, strict=True):
             env[r] = _fit(op, v, r)
     return []
+
+
+# Control flow over lanes: a combiner is pure, so running a region for lanes that do not need it and
+# keeping only the lanes that do gives each lane what running it alone would.
+
+
+def _if(m: Machine, op: Operation, xs: list[Array], env: dict[Value, Array], depth: int) -> list[Array]:
+    cond = xs[0]
+    if np.ndim(cond) == 0:
+        return _run(m, op.regions[0 if bool(cond) else 1].block, env, depth)
+    then = _run(m, op.regions[0].block, env, depth)
+    orelse = _run(m, op.regions[1].block, env, depth)
+    return [np.where(cond, a, b) for a, b in zip(then, orelse, strict=True)]
+
+
+def _for(m: Machine, op: Operation, xs: list[Array], env: dict[Value, Array], depth: int) -> list[Array]:
+    lb, ub, step, *carried = xs
+    if np.any(step == 0):
+        raise located(InterpError, op, f"has step 0 (program {m.pid})")
+    body = op.regions[0].block
+    iv = lb
+    while True:
+        active = np.where(step > 0, iv < ub, iv > ub)
+        if not np.any(active):
+            return carried
+        m.tick(op)
+        env.update(zip(body.args, [iv, *carried], strict=True))
+        new = _run(m, body, env, depth)
+        carried = [np.where(active, n, c) for n, c in zip(new, carried, strict=True)]
+        iv = (iv + step).astype(lb.dtype)
+
+
+def _while(m: Machine, op: Operation, xs: list[Array], env: dict[Value, Array], depth: int) -> list[Array]:
+    before, after = op.regions[0].block, op.regions[1].block
+    vals, active, out = xs, np.asarray(True), None
+    while True:
+        m.tick(op)
+        env.update(zip(before.args, vals, strict=True))
+        cond, *carried = _run(m, before, env, depth)
+        stopping = active & ~cond
+        out = (
+            carried if out is None else [np.where(stopping, c, o) for c, o in zip(carried, out, strict=True)]
+        )
+        active = active & cond
+        if not np.any(active):
+            return out
+        env.update(zip(after.args, carried, strict=True))
+        vals = _run(m, after, env, depth)
+
+
+_CONTROL = {"if": _if, "for": _for, "while": _while}
 
 
 def _read(m: Machine, env: dict[Value, Array], v: Value) -> Array:

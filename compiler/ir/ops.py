@@ -333,7 +333,7 @@ def _combine_operands(op: Operation) -> list[Type]:
 
 def _combiner(op: Operation, elems: list[Type]) -> None:
     """The combiner region: (lhs elements..., rhs elements...) -> yield of one element per operand, in
-    straight-line scalar code (pure ops, calls of helpers the verifier checks the same way)."""
+    pure scalar code (pure ops, if/for/while, calls of helpers the verifier checks the same way)."""
     _region_types(op, 0, [*elems, *elems], "combiner")
     _terminated(op, 0, "yield", elems)
     for inner in op.regions[0].block.ops:
@@ -341,12 +341,15 @@ def _combiner(op: Operation, elems: list[Type]) -> None:
 
 
 def check_combiner_op(owner: Operation, inner: Operation, via: str = "") -> None:
-    """One op of a combiner (or of a helper `via` that a combiner calls): scalar, pure or a call, no regions."""
+    """One op of a combiner (or of a helper `via` that a combiner calls), and those nested in it: pure
+    scalar ops, calls, control flow on scalars; no memory access, no asserts, no tiles."""
     where = f"the combiner of '{owner.name}'" + (f" (through @{via})" if via else "")
-    if inner.name in ("yield", "return", "call"):
-        pass
-    elif inner.regions or not OPS[inner.name].has(PURE):
-        fail(inner, f"cannot be in {where}: straight-line scalar code only")
+    if inner.name in ("if", "for", "while"):
+        for r in inner.regions:
+            for nested in r.block.ops:
+                check_combiner_op(owner, nested, via)
+    elif inner.name not in ("yield", "condition", "return", "call") and not OPS[inner.name].has(PURE):
+        fail(inner, f"cannot be in {where}: pure scalar code only")
     for v in (*inner.operands, *inner.results):
         if isinstance(v.type, TileType):
             fail(inner, f"cannot take or make the tile {v.type} in {where}: scalars only")

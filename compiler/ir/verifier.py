@@ -56,9 +56,9 @@ def _verify_op(op: Operation, defined: set[Value], f: Function, funcs: dict[str,
 
 
 def _verify_combiner_calls(op: Operation, funcs: dict[str, Function]) -> None:
-    """The helpers a combiner calls (and those they call) are straight-line scalar code too."""
+    """The helpers a combiner calls (and those they call) are pure scalar code too."""
     seen: set[str] = set()
-    todo = [inner for inner in op.regions[0].block.ops if inner.name == "call"]
+    todo = [inner for inner in op.walk() if inner.name == "call"]
     while todo:
         call = todo.pop()
         callee = funcs.get(call.attrs["callee"])
@@ -67,8 +67,7 @@ def _verify_combiner_calls(op: Operation, funcs: dict[str, Function]) -> None:
         seen.add(callee.name)
         for inner in callee.body.block.ops:
             check_combiner_op(op, inner, callee.name)
-            if inner.name == "call":
-                todo.append(inner)
+        todo.extend(inner for inner in callee.walk() if inner.name == "call")
 
 
 def _verify_call(op: Operation, funcs: dict[str, Function]) -> None:

@@ -114,3 +114,22 @@ def test_scans_stay_in_registers(num_warps: int) -> None:
     # Inductor's add helper takes the fast path
     assert re.search(r'= scan %\d+ \{axis = 0, kind = "sum"\}', art.tir)
     assert shuffles(art.ptx) == []
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_combiners_with_ifs_and_loops_assemble(num_warps: int) -> None:
+    from tests.codegen.test_reduce_with import CONTROL_SOURCE
+
+    sig = {
+        "x_ptr": "*fp32",
+        "i_ptr": "*i32",
+        "r_ptr": "*fp32",
+        "n_ptr": "*i32",
+        "s_ptr": "*fp32",
+        "t_ptr": "*i32",
+    }
+    art = compile_kernel(CONTROL_SOURCE, "k", signature=sig, constexprs={"M": 8, "N": 64, "REVERSE": True},
+                         options=CompileOptions(target="cuda:sm_90", num_warps=num_warps), emit="cubin")  # fmt: skip
+    assert art.binary[:4] == b"\x7fELF"
+    assert "reduce_with" in art.tir and "scan_with" in art.tir
+    assert len(shuffles(art.ptx)) % 2 == 0 and shuffles(art.ptx)  # value and index through each lane step

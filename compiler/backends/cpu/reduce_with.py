@@ -1,5 +1,5 @@
 """reduce_with and scan_with on the cpu target: reductions and scans whose combine is a region of scalar
-code, lowered inline (once per loop that applies it) on scalar registers.
+code (ifs and loops included), lowered inline (once per loop that applies it) on scalar registers.
 
 The tile is seen as [outer, red, inner] around the axis, as in reduce.py. reduce_with copies each
 [red, inner] plane into scratch buffers and folds it in the interpreter's order: each level combines row i
@@ -28,11 +28,12 @@ def combine(lw: FunctionLowering, op: Operation, lhs: list, rhs: list) -> list:
     if term is None or term.name != "yield":
         raise lowering_error(op, "has a combiner that does not end with 'yield'")
     out = [lw.get(v) for v in term.operands]
-    for inner in block.ops:  # the region's values mean nothing outside this copy of it
-        for r in inner.results:
-            lw.values.pop(r, None)
-    for a in block.args:
+    for a in block.args:  # the region's values mean nothing outside this copy of it
         lw.values.pop(a, None)
+    for inner in block.ops:
+        for o in inner.walk():
+            for v in (*o.results, *(a for r in o.regions for a in r.block.args)):
+                lw.values.pop(v, None)
     return out
 
 
