@@ -44,7 +44,7 @@ STATEMENTS = (
     "binary", "binary", "unary", "fma", "cmp", "select", "cast", "bitcast", "shape", "reduce", "scan", "dot",
     "load", "load", "store", "atomic", "cas", "for", "if", "while", "call", "reduce_with", "scan_with",
 )  # fmt: skip
-COMBINER_STATEMENTS = ("binary", "binary", "cmp_select", "cast")
+COMBINER_STATEMENTS = ("binary", "binary", "cmp_select", "cast", "if")
 
 
 class _Gen:
@@ -251,7 +251,14 @@ class _Gen:
         saved = self.b.block, self.b.index
         self.b.block, self.b.index = block, None
         self.frames.append(list(block.args))
-        for _ in range(self.draw(st.integers(0, 4))):
+        self.combiner_ops(elems, self.draw(st.integers(0, 4)))
+        self.b.create("yield", [self.pick(e) for e in elems], [])
+        self.frames.pop()
+        self.b.block, self.b.index = saved
+        return Region(block)
+
+    def combiner_ops(self, elems: list, count: int) -> None:
+        for _ in range(count):
             e = self.draw(st.sampled_from(elems))
             kind = self.draw(st.sampled_from(COMBINER_STATEMENTS))
             if kind == "binary":
@@ -263,12 +270,20 @@ class _Gen:
                 pred = self.draw(st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"]))
                 c = self.add(self.b.cmp(pred, self.pick(e), self.pick(e)))
                 self.add(self.b.select(c, self.pick(e), self.pick(e)))
-            else:
+            elif kind == "cast":
                 self.add(self.b.cast(self.pick(self.draw(st.sampled_from(elems))), e))
-        self.b.create("yield", [self.pick(e) for e in elems], [])
-        self.frames.pop()
-        self.b.block, self.b.index = saved
-        return Region(block)
+            else:  # an if whose branches compute one element each
+                c = self.add(self.b.cmp("lt", self.pick(e), self.pick(e)))
+                branches = []
+                for _ in range(2):
+                    blk = Block()
+                    with self.b.at_end(blk):
+                        self.frames.append([])
+                        self.combiner_ops([e], self.draw(st.integers(0, 1)))
+                        self.b.create("yield", [self.pick(e)], [])
+                        self.frames.pop()
+                    branches.append(Region(blk))
+                self.add(self.b.create("if", [c], [e], regions=branches).results[0])
 
     def s_dot(self) -> None:
         e = self.draw(st.sampled_from([f16, bf16, f32]))
