@@ -222,7 +222,7 @@ class ExprGen:
             return n
         if attr == "T":
             return trans(self.sem, t)
-        if attr in TENSOR_METHODS:
+        if attr in TENSOR_METHODS or attr in ("reduce", "associative_scan"):
             return BoundMethod(t, attr)
         raise self.error(f"tensors have no attribute '{attr}'")
 
@@ -326,8 +326,10 @@ class ExprGen:
     def expr_Call(self, node: ast.Call) -> Any:
         fn = self.expr(node.func)
         if isinstance(fn, QualName) and fn.name in ("triton.language.reduce", "triton.language.associative_scan"):
-            return self.combine_call(fn.name, node)
+            return self.combine_call(fn.name, *self.call_args(node))
         args, kwargs = self.call_args(node)
+        if isinstance(fn, BoundMethod) and fn.name in ("reduce", "associative_scan"):  # x.reduce(axis, fn)
+            return self.combine_call(f"triton.language.{fn.name}", [fn.obj, *args], kwargs)
         if isinstance(fn, QualName):
             entry = lookup(fn.name)
             if entry is None:
@@ -399,12 +401,11 @@ class ExprGen:
         except (TypeError, ValueError, OverflowError) as exc:
             raise self.error(f"{name}() failed: {exc}") from None
 
-    def combine_call(self, name: str, node: ast.Call) -> Any:
+    def combine_call(self, name: str, args: list, kwargs: dict) -> Any:
         """tl.reduce(input, axis, combine_fn, keep_dims), tl.associative_scan(input, axis, combine_fn,
         reverse): one tensor with a combine we recognise (a+b, a*b, max, min...) takes the reduce/scan fast
         path; any other @triton.jit combine, or a tuple of tensors, the general reduce_with/scan_with
         (combine.py). A tuple input gives a tuple of results, as in Triton."""
-        args, kwargs = self.call_args(node)
         is_reduce = name.endswith("reduce")
         params = ["input", "axis", "combine_fn", "keep_dims" if is_reduce else "reverse"]
         if len(args) > len(params) or any(k not in params for k in kwargs):

@@ -1,6 +1,6 @@
 """tl.reduce / tl.associative_scan with a bad combine function: a located CompileError that says what is
-wrong (arity, number or types of the returned values, constructs a combine cannot hold), and the library
-combine path (a tl.* function as combine_fn)."""
+wrong (arity, number or types of the returned values, constructs a combine cannot hold); and the other ways
+to call them: a tl.* function as combine_fn, the tensor methods x.reduce / x.associative_scan."""
 
 from __future__ import annotations
 
@@ -154,3 +154,19 @@ def test_a_library_function_as_combine_fn() -> None:
     x = np.array([3, -1, 7, 2, 7, 0, -5, 1], np.float32)
     run_kernel(m, "k", [x, np.zeros(8, np.int32)], (1,))
     assert x[0] == 7
+
+
+def test_method_forms() -> None:
+    src = with_combine(
+        """
+        @triton.jit
+        def keep_first(a, b):
+            return a
+        """,
+        "x.reduce(0, keep_first)",
+    )
+    src += "    tl.store(x_ptr + tl.arange(0, N), x.associative_scan(0, keep_first, reverse=True) + r)\n"
+    m = build(src)
+    x = np.arange(8, dtype=np.float32) + 1
+    run_kernel(m, "k", [x, np.zeros(8, np.int32)], (1,))
+    assert x.tolist() == [9.0] * 8  # the last element (reverse scan of keep-first) plus the first
