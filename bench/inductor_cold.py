@@ -133,7 +133,7 @@ def median_row(rows: list[dict]) -> dict:
     return out
 
 
-def cold(model: str, runs: int) -> dict:
+def cold(model: str, runs: int, on_row=lambda table: None) -> dict:
     """The cold-start table for one model (see the module docstring)."""
     base = {**os.environ, "TILEC_ROOT": str(ROOT), "PYTHONUNBUFFERED": "1"}
     base.pop("TILEC_URL", None)
@@ -153,8 +153,9 @@ def cold(model: str, runs: int) -> dict:
                 env = warm(env)
             rows.append(child(mode, model, env))
         table[label] = median_row(rows)
+        on_row(table)  # written out at once: a call cut short keeps the rows it measured
         print(f"{label:48s} {table[label]['total_s']:8.2f} s  (compile+first call "
-              f"{table[label]['compile_and_first_call_s']:.2f} s)", flush=True)  # fmt: skip
+              f"{table[label]['compile_and_first_call_s']:.2f} s)  {table[label]['stats']}", flush=True)  # fmt: skip
 
     def inductor_env() -> dict:
         return {**base, "TORCHINDUCTOR_CACHE_DIR": fresh("ind-"), "TRITON_CACHE_DIR": fresh("tri-")}
@@ -223,7 +224,7 @@ def _server():
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="layer_norm")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3)  # gpu_run.sh uses 1 to fit one device call
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-cold", action="store_true")
@@ -241,7 +242,14 @@ def main() -> int:
     result: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     if not ns.skip_cold:
         result["cold_model"] = ns.model
-        result["cold"] = cold(ns.model, ns.runs)
+        result["cold"] = {}
+
+        def save(table: dict) -> None:
+            result["cold"] = dict(table)
+            if ns.json:
+                Path(ns.json).write_text(json.dumps(result, indent=1) + "\n")
+
+        cold(ns.model, ns.runs, save)
     if ns.json:
         Path(ns.json).write_text(json.dumps(result, indent=1) + "\n")
     if not ns.skip_check:

@@ -67,7 +67,7 @@ class Recorder:
                 except Exception as exc:  # recorded as a failed description, not a failed model
                     rec.launches.append(
                         {
-                            "kernel": self.fn.__name__,
+                            "kernel": self.inductor_meta.get("kernel_name"),
                             "file": str(self.filename),
                             "args": [],
                             "error": f"{type(exc).__name__}: {exc}",
@@ -111,13 +111,21 @@ class Recorder:
                     {"name": name, "value": a if isinstance(a, (int, float, bool)) or a is None else repr(a)}
                 )
         return {
-            "kernel": autotuner.fn.__name__,
+            "kernel": autotuner.inductor_meta.get("kernel_name") or autotuner.fn.__name__,
             # a template's autotuner has no filename: the jit function's code object knows its module
-            "file": autotuner.filename or autotuner.fn.fn.__code__.co_filename,
+            "file": autotuner.filename,  # None for a template: found by its kernel name below
             "args": out_args,
             "config": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages},
             "grid": list(grid) if not isinstance(grid, str) else grid,
         }
+
+
+def extern_calls(wrapper: str) -> bool:
+    """Whether a wrapper's call() runs anything but Triton kernels (ATen or extern kernels); comments,
+    which name the ATen ops a kernel fused, do not count."""
+    code = wrapper[wrapper.find("def call(") :]
+    lines = [ln for ln in code.splitlines() if not ln.lstrip().startswith("#")]
+    return any(s in ln for ln in lines for s in ("extern_kernels.", "torch.ops.", "aten."))
 
 
 def flat_outputs(out) -> list:
@@ -188,6 +196,10 @@ def compile_model(model, cache: Path, rec: Recorder, dest: Path, seen: dict[str,
     del first
 
     new_files = sorted(snapshot(cache) - before)
+    for launch in launches:  # a template's autotuner has no filename: the newest module defining the kernel
+        if launch.get("file") in (None, "None"):
+            hits = [str(p) for p in new_files if launch["kernel"] in kernel_names(p.read_text())]
+            launch["file"] = hits[-1] if hits else "?"
     launched_files = {launch["file"] for launch in launches}
     wrappers, kernels = [], []
     candidates = 0
@@ -234,7 +246,7 @@ def compile_model(model, cache: Path, rec: Recorder, dest: Path, seen: dict[str,
         "launches": launches,
         "buffers": sizes,
         "outputs": outs,
-        "extern_calls": "extern_kernels." in calls or "torch.ops." in calls or "aten." in calls,
+        "extern_calls": extern_calls(calls),
         "compile_s": round(compile_s, 2),
         "max_abs_err_vs_eager": err,
         "rtol": model.rtol,

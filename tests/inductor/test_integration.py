@@ -64,7 +64,7 @@ def test_hook_gives_inductor_kernels_to_tilec_only_when_on() -> None:
         tilec.inductor.uninstall()
 
 
-@pytest.mark.parametrize("name", ["layer_norm", "mean_cols", "transpose_add", "cumsum_sigmoid", "mm"])
+@pytest.mark.parametrize("name", ["layer_norm", "mean_cols", "transpose_add", "cumsum_sigmoid", "attention"])
 def test_tilec_kernel_runs_the_wrappers_launches_on_cpu(name: str, tmp_path, monkeypatch) -> None:
     if name not in MANIFEST:
         pytest.skip(f"{name} is not in this corpus")
