@@ -43,6 +43,6 @@ if [ "$stage" = inductor ]; then
   [ -n "$quick" ] || TORCHINDUCTOR_COMPILE_THREADS=16 timeout 75 python3 tests/inductor/make_corpus.py \
     --merge tests/inductor/corpus --only attention mm mlp_gelu --tar "$OUT/corpus.tar.gz" 2>&1 \
     | grep -v -i warn | tee "$OUT/corpus.log" | grep -E "^[a-z_]+ +[0-9.]+ s|models|FAILED"
-  timeout 190 python3 bench/inductor_cold.py --runs 1 --budget-s 170 --json "$OUT/inductor.json" 2>&1 | tee "$OUT/inductor.log" \
+  timeout 480 python3 bench/inductor_cold.py --runs 1 --budget-s 380 --json "$OUT/inductor.json" 2>&1 | tee "$OUT/inductor.log" \
     | grep -v -i warn | tail -60
 fi
