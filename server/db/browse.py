@@ -199,13 +199,26 @@ def gpu_models(conn: Connection, *, tuning_keys: Iterable[str]) -> dict[str, lis
     keys = list(tuning_keys)
     if not keys:
         return {}
-    stmt = select(trials.c.tuning_key, trials.c.gpu_model).where(
-        trials.c.tuning_key.in_(keys), trials.c.gpu_model.is_not(None)
-    )
     out: dict[str, set[str]] = {}
-    for tkey, model in conn.execute(stmt.distinct()).all():
+    for tkey, model in _models(conn, keys):
         out.setdefault(tkey, set()).add(model)
     return {k: sorted(v) for k, v in out.items()}
+
+
+def _models(conn: Connection, keys: list[str]) -> list[Row]:
+    """(tuning key, GPU model) of these keys' trials; a key whose models cannot be read back has none."""
+    stmt = select(trials.c.tuning_key, trials.c.gpu_model).where(trials.c.gpu_model.is_not(None)).distinct()
+    try:
+        return list(conn.execute(stmt.where(trials.c.tuning_key.in_(keys))).all())
+    except UNREADABLE:
+        pass
+    rows = []
+    for key in keys:
+        try:
+            rows.extend(conn.execute(stmt.where(trials.c.tuning_key == key)).all())
+        except UNREADABLE:
+            continue
+    return rows
 
 
 def result_detail(conn: Connection, *, tkey: str) -> Row | None:

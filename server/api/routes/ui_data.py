@@ -103,6 +103,15 @@ def _hidden(state: AppState, table: str, dropped: int) -> int:
     return dropped
 
 
+def _or_none(state: AppState, read: Callable[[Connection], list[str]], conn: Connection) -> list[str]:
+    """The filter's choices, or none when a stored value cannot be read back (typing one still works)."""
+    try:
+        return read(conn)
+    except UNREADABLE:
+        _hidden(state, "trials", 1)
+        return []
+
+
 def _each(state: AppState, table: str, rows: list[Row], convert: Callable[[Row], T]) -> tuple[list[T], int]:
     """Each row converted; one whose stored values do not convert is left out (and counted)."""
     out: list[T] = []
@@ -123,7 +132,10 @@ def whoami(state: StateDep, token: TokenDep) -> WhoamiPublic:
 @router.get("/facets", response_model=FacetsPublic)
 async def facets(state: StateDep, _token: TokenDep) -> FacetsPublic:
     def read(conn: Connection) -> FacetsPublic:
-        return FacetsPublic(targets=sorted(browse.targets(conn)), gpu_models=browse.all_gpu_models(conn))
+        return FacetsPublic(
+            targets=_or_none(state, browse.targets, conn),
+            gpu_models=_or_none(state, browse.all_gpu_models, conn),
+        )
 
     return await state.query(read)
 

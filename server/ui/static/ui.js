@@ -376,7 +376,7 @@
     const chart = window.Plot.plot({
       width,
       height: 50 + 24 * data.length,
-      marginLeft: Math.min(Math.round(width * 0.45), 12 + 7 * longest),
+      marginLeft: Math.min(Math.round(width * 0.45), 24 + 7.5 * longest),
       marginRight: 48,
       style: { fontSize: "12px", background: "transparent" },
       x: { label: "time (ms), median and interval", grid: true, nice: true },
@@ -458,7 +458,7 @@
         td(j.target),
         td(j.strategy),
         td(el("span", { class: `state state-${j.state}`, title: j.error || "" }, j.state)),
-        td(progress, el("span", { class: "count" }, ` ${j.trials_done} / ${j.trials_planned}`)),
+        el("td", { class: "progress" }, progress, el("span", { class: "count" }, ` ${j.trials_done} / ${j.trials_planned}`)),
         td(j.worker ? el("code", {}, j.worker) : ""),
         td(when(j.created_at)),
         td(best),

@@ -1,0 +1,396 @@
+"""The web page in a real browser: headless Chromium (Debian's) driven by Selenium against a real `tilec serve`
+with auth on and a stocked cache. A kernel listed and opened (source, artifacts, PTX, IR after each pass),
+a tuning result's chart with one mark per trial, a cpu tune job followed live to done and another cancelled,
+and what a visitor without a token, or with a read token, gets: nothing, and no cancel. Screenshots of the
+three views are saved (TILEC_UI_SCREENSHOTS=docs/screenshots to keep them)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+from .conftest import Stocked, job_body, tuned_source
+
+SETTLED = ("ready", "refused", "failed")
+SLOW_BLOCKS = (16, 32, 64, 128, 256)  # BLOCK <= 256 all compile; at 4M elements each trial takes a while
+
+
+def wait(driver: Any, condition: Any, timeout: float = 20) -> Any:
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+
+
+def state(driver: Any) -> str | None:
+    return driver.execute_script("return document.body && document.body.dataset.state")
+
+
+def open_page(driver: Any, url: str, expect: str = "ready") -> None:
+    driver.get(url)
+    wait(driver, lambda d: state(d) in SETTLED)
+    notice = driver.find_element(By.ID, "notice")
+    assert state(driver) == expect, notice.text
+
+
+def use_token(driver: Any, service: Stocked, scope: str) -> None:
+    """Paste the token into the page's form, as a visitor would; the page reloads with it. The console and
+    network logs of getting there are dropped (a visit before the token is a refused call)."""
+    driver.get(service.url + "/ui/kernels")
+    wait(driver, lambda d: state(d) in SETTLED)
+    driver.find_element(By.ID, "token-input").send_keys(service.tokens[scope])
+    body = driver.find_element(By.TAG_NAME, "body")
+    driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    wait(driver, EC.staleness_of(body))
+    wait(driver, lambda d: state(d) in SETTLED)
+    assert state(driver) == "ready", driver.find_element(By.ID, "notice").text
+    scopes = "read" if scope == "read" else "read, submit"
+    assert driver.find_element(By.ID, "token-state").text.endswith(f": {scopes}")
+    driver.get_log("browser")
+    driver.get_log("performance")
+
+
+def forget_token(driver: Any, service: Stocked) -> None:
+    driver.get(service.url + "/ui/kernels")
+    driver.execute_script("sessionStorage.clear()")
+
+
+def errors(driver: Any, allow: tuple[str, ...] = ()) -> list[str]:
+    """The console's errors since the last call (a script error, a refused load, a CSP violation)."""
+    out = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    return [m for m in out if not any(a in m for a in allow)]
+
+
+def rows(driver: Any, table: str) -> list[Any]:
+    return [
+        r
+        for r in driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
+        if not r.find_elements(By.CSS_SELECTOR, "td.empty")
+    ]
+
+
+def shot(driver: Any, folder: Path, name: str) -> Path:
+    """A screenshot of the whole page (the window grown to the page's height for it)."""
+    width = driver.get_window_size()["width"]
+    height = driver.execute_script("return Math.max(document.documentElement.scrollHeight, 600)")
+    driver.set_window_size(width, min(height + 40, 2400))
+    path = folder / name
+    assert driver.save_screenshot(str(path)), path
+    driver.set_window_size(1280, 900)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logs(browser: Any) -> None:
+    browser.get_log("browser")
+    browser.get_log("performance")
+
+
+def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
+    use_token(browser, stocked, "read")
+    listed = {
+        r.find_element(By.CSS_SELECTOR, "td a").text: r.get_attribute("data-key")
+        for r in rows(browser, "kernels")
+    }
+    assert listed == stocked.kernels
+    with stocked.http("read") as http:
+        assert len(http.get("/v1/ui/kernels").json()["items"]) == 2
+    shot(browser, screenshots, "kernels.png")
+
+    browser.find_element(By.LINK_TEXT, "add_kernel").click()
+    wait(browser, lambda d: state(d) in SETTLED)
+    assert state(browser) == "ready" and "add_kernel" in browser.find_element(By.ID, "title").text
+    source = (Path(__file__).parents[1] / "kernels" / "vector_add.py").read_text().rstrip("\n").split("\n")
+    lines = [li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#source li")]
+    assert lines == source  # one numbered item per line, as written
+    builds = {r.find_element(By.CSS_SELECTOR, "td").text: r for r in rows(browser, "artifacts")}
+    assert set(builds) == {"cpu", "cuda:sm_90"}
+    registers = builds["cuda:sm_90"].find_elements(By.CSS_SELECTOR, "td")[3].text
+    assert registers.isdigit() and int(registers) > 0  # ptxas's report, stored with the build
+
+    builds["cuda:sm_90"].find_element(By.LINK_TEXT, "PTX, passes").click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#code li"))
+    assert (
+        browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="ptx"]').get_attribute("aria-pressed")
+        == "true"
+    )
+    ptx = "\n".join(
+        li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#code li")
+    )
+    with stocked.http("read") as http:
+        assert ptx == http.get(f"/v1/artifacts/{stocked.artifacts['cuda:sm_90']}/ptx").text.rstrip("\n")
+    assert ".target sm_90" in ptx
+
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#passes-nav button"), timeout=60)
+    names = [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#passes-nav button")]
+    assert names[0] == "0. input" and names[-1].startswith(f"{len(names) - 1}. gpu-tir"), names
+    assert any(n.split(". ", 1)[1].startswith("canonicalize") for n in names)
+    shown = "\n".join(
+        li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#code li")
+    )
+    assert "gpu.layout" in shown  # the last dump: after the cuda passes
+    browser.find_element(By.CSS_SELECTOR, '#passes-nav button[data-index="0"]').click()
+    first = "\n".join(
+        li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#code li")
+    )
+    assert "kernel @add_kernel" in first and "gpu.layout" not in first
+    assert errors(browser) == []
+
+
+def test_a_tuning_result_charts_every_trial_and_lists_the_failed_config(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
+    use_token(browser, stocked, "read")
+    tkey = stocked.tuned["tuning_key"]
+    open_page(browser, stocked.url + "/ui/tuning")
+    listed = rows(browser, "results")
+    assert [r.get_attribute("data-key") for r in listed] == [tkey]
+    listed[0].find_elements(By.CSS_SELECTOR, "td a")[1].click()
+    wait(browser, lambda d: state(d) in SETTLED)
+    assert state(browser) == "ready"
+    dots = wait(
+        browser,
+        lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#chart svg[aria-label^="time per config"] g[aria-label="dot"] circle'
+        ),
+    )
+    with stocked.http("read") as http:
+        trials = http.get(f"/v1/tuning-results/{tkey}/trials").json()
+        best = http.get(f"/v1/ui/tuning-results/{tkey}").json()
+    assert len(trials) >= 2
+    assert len(dots) == len(trials) == len(rows(browser, "trials"))  # one mark per trial
+    intervals = browser.find_elements(
+        By.CSS_SELECTOR, '#chart svg[aria-label^="time per config"] g[aria-label="rule"] line'
+    )
+    assert len(intervals) == len(trials)
+    marked = browser.find_elements(By.CSS_SELECTOR, "#trials tbody tr.best")
+    assert len(marked) == 1 and f"BLOCK={best['best_config']['kwargs']['BLOCK']} " in marked[0].text + " "
+    assert "★ best" in browser.find_element(
+        By.CSS_SELECTOR, '#chart svg[aria-label^="time per config"]'
+    ).get_attribute("textContent")
+    # the winner's dot is the one in the "best" colour, at the best time
+    fills = [d.get_attribute("fill") for d in dots]
+    assert fills.count("#c2410c") == 1
+    # beside the chart: the configs the job did not time in full, with why (from the job's own record)
+    untimed = {r.find_element(By.TAG_NAME, "td").text.split()[0]: r.text for r in rows(browser, "untimed")}
+    expected = {
+        f"BLOCK={t['config']['kwargs']['BLOCK']}": t for t in stocked.tuned["trials"] if t["status"] != "ok"
+    }
+    assert set(untimed) == set(expected) and "BLOCK=512" in untimed
+    assert "failed" in untimed["BLOCK=512"] and "static assertion failed" in untimed["BLOCK=512"]
+    for label, trial in expected.items():
+        assert trial["status"] in untimed[label] and trial["reason"].split("\n")[0] in untimed[label]
+    shot(browser, screenshots, "tuning-result.png")
+    assert errors(browser) == []
+
+
+def job_row(driver: Any, job_id: int) -> dict | None:
+    return driver.execute_script(
+        """const r = document.querySelector(`#jobs tr[data-job="${arguments[0]}"]`);
+        if (!r) return null;
+        const p = r.querySelector("progress");
+        return {state: r.dataset.state, value: p.value, max: p.max, worker: r.cells[6].textContent,
+                cancel: !!r.querySelector("button.cancel")};""",
+        job_id,
+    )
+
+
+def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
+    with stocked.http("submit") as http:
+        slow = http.post(
+            "/v1/tune-jobs",
+            json=job_body(tuned_source("vadd_slow", SLOW_BLOCKS), 1 << 22, strategy="exhaustive"),
+        ).json()
+        other = http.post(
+            "/v1/tune-jobs",
+            json=job_body(tuned_source("vadd_other", SLOW_BLOCKS), 1 << 22, strategy="exhaustive"),
+        ).json()
+    assert slow["state"] == other["state"] == "queued"
+    use_token(browser, stocked, "submit")
+    open_page(browser, stocked.url + "/ui/jobs")
+
+    # the in-process executor runs one job at a time: the other waits, and is cancelled from the page
+    button = wait(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, f'button.cancel[data-job="{other["id"]}"]')
+    )
+    button.click()
+    wait(browser, lambda d: (job_row(d, other["id"]) or {}).get("state") == "cancelled")
+    assert job_row(browser, other["id"])["cancel"] is False
+    assert stocked.wait_job(other["id"])["state"] == "cancelled"
+
+    seen, shot_taken = [], False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = job_row(browser, slow["id"])
+        if row is not None:
+            seen.append((row["state"], row["value"], row["max"]))
+            if row["state"] == "running" and 0 < row["value"] < row["max"] and not shot_taken:
+                shot(browser, screenshots, "jobs.png")
+                shot_taken = True
+            if row["state"] == "done":
+                break
+        time.sleep(0.1)
+    job = stocked.wait_job(slow["id"])
+    assert job["state"] == "done", job
+    states = [s for s, _, _ in seen]
+    assert states[-1] == "done" and "running" in states, seen
+    values = [v for _, v, _ in seen]
+    assert values == sorted(values), seen  # the bar only moves forward
+    assert any(s == "running" and 0 < v < m for s, v, m in seen), seen  # seen part-way, updated live
+    assert seen[-1][1:] == (job["trials_planned"], job["trials_planned"]) == (len(SLOW_BLOCKS),) * 2
+    assert job_row(browser, slow["id"])["worker"] == job["worker"]
+    if not shot_taken:
+        shot(browser, screenshots, "jobs.png")
+    assert errors(browser) == []
+
+
+def test_without_a_valid_token_the_page_shows_nothing(browser: Any, stocked: Stocked) -> None:
+    forget_token(browser, stocked)
+    tkey, add_key = stocked.tuned["tuning_key"], stocked.kernels["add_kernel"]
+    pages = ["/ui/kernels", f"/ui/kernels/{add_key}", f"/ui/artifacts/{stocked.artifacts['cpu']}", "/ui/tuning",
+             f"/ui/tuning/{tkey}", "/ui/jobs"]  # fmt: skip
+    for bogus in (None, "tlc_not_a_token"):
+        if bogus:
+            browser.execute_script("sessionStorage.setItem('tilec.token', arguments[0])", bogus)
+        for page in pages:
+            open_page(browser, stocked.url + page, expect="refused")
+            notice = browser.find_element(By.ID, "notice")
+            assert (
+                notice.is_displayed()
+                and ("needs a token" if bogus is None else "refused this token") in notice.text
+            )
+            assert all(
+                not r.find_elements(By.TAG_NAME, "td")
+                for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr")
+            )
+            html = browser.page_source
+            for secret in (
+                "vadd_tuned",
+                "add_kernel",
+                stocked.kernels["vadd_tuned"],
+                tkey,
+                add_key,
+                "BLOCK=",
+            ):
+                assert secret in page or secret not in html, (page, secret)  # the URL's own key is echoed
+            assert not browser.find_elements(By.CSS_SELECTOR, "#chart svg, #code li, #source li")
+    assert all("401" in m for m in errors(browser)), "only the refused calls"
+    # the shells are the same for everybody and carry no data; the JSON behind them needs a token
+    with stocked.http(None) as anonymous:
+        for page in pages:
+            r = anonymous.get(page)
+            assert r.status_code == 200 and "vadd_tuned" not in r.text and "add_kernel" not in r.text
+            assert add_key in page or add_key not in r.text
+        for call in ("/v1/ui/kernels", f"/v1/ui/kernels/{add_key}", "/v1/ui/tuning-results", f"/v1/ui/tuning-results/{tkey}",
+                     "/v1/ui/tune-jobs", "/v1/ui/facets", f"/v1/ui/artifacts/{stocked.artifacts['cpu']}/passes"):  # fmt: skip
+            assert anonymous.get(call).status_code == 401, call
+
+
+def test_a_read_token_sees_the_jobs_but_cannot_cancel(browser: Any, stocked: Stocked) -> None:
+    with stocked.http("submit") as http:
+        job = http.post(
+            "/v1/tune-jobs",
+            json=job_body(tuned_source("vadd_read", SLOW_BLOCKS), 1 << 21, strategy="exhaustive"),
+        ).json()
+    try:
+        use_token(browser, stocked, "read")
+        open_page(browser, stocked.url + "/ui/jobs")
+        row = wait(browser, lambda d: job_row(d, job["id"]))
+        assert row["state"] in ("queued", "running") and row["cancel"] is False
+        assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")
+        assert "submit scope" in browser.find_element(By.ID, "cancel-note").text
+        # the page's own token, sent as the page sends it: the service refuses the cancel
+        status = browser.execute_async_script(
+            """const done = arguments[arguments.length - 1];
+            fetch(`/v1/tune-jobs/${arguments[0]}/cancel`, {method: "POST",
+                  headers: {Authorization: "Bearer " + sessionStorage.getItem("tilec.token")}})
+              .then((r) => done(r.status), () => done(0));""",
+            job["id"],
+        )
+        assert status == 403
+        with stocked.http("read") as http:
+            assert http.get(f"/v1/tune-jobs/{job['id']}").json()["state"] in ("queued", "running")
+    finally:
+        with stocked.http("submit") as http:
+            http.post(f"/v1/tune-jobs/{job['id']}/cancel")
+        stocked.wait_job(job["id"])
+
+
+def test_the_token_travels_only_in_the_authorization_header(browser: Any, stocked: Stocked) -> None:
+    use_token(browser, stocked, "read")
+    token = stocked.tokens["read"]
+    open_page(browser, stocked.url + f"/ui/tuning/{stocked.tuned['tuning_key']}")
+    assert browser.execute_script("return document.cookie") == ""
+    assert token not in browser.current_url and token not in browser.page_source
+    assert (
+        browser.find_element(By.ID, "token-input").get_dom_attribute("name") is None
+    )  # a form submit sends nothing
+    sent = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            request = message["params"]["request"]
+            sent.append((request["url"], request.get("headers", {})))
+    assert sent and all(token not in url for url, _ in sent)
+    api = [(url, h) for url, h in sent if "/v1/" in url]
+    assert api and all(h.get("Authorization") == f"Bearer {token}" for _, h in api)
+    assert all(
+        "Authorization" not in h for url, h in sent if "/v1/" not in url
+    )  # shells and static files: none
+
+
+# what sticks out of the window, outside the boxes that scroll on their own
+WIDE = """return [...document.querySelectorAll("body *")]
+  .filter((e) => !(e.parentElement && e.parentElement.closest(".scroll, .chart")))
+  .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .map((e) => `${e.tagName}#${e.id}.${e.className}: ${Math.round(e.getBoundingClientRect().right)}`)"""
+
+
+def test_keyboard_only_and_a_narrow_window(browser: Any, stocked: Stocked) -> None:
+    use_token(browser, stocked, "read")
+    browser.set_window_size(390, 844)
+    try:
+        for page in (
+            "/ui/kernels",
+            f"/ui/kernels/{stocked.kernels['add_kernel']}",
+            f"/ui/tuning/{stocked.tuned['tuning_key']}",
+            "/ui/jobs",
+        ):
+            open_page(browser, stocked.url + page)
+            overflow = browser.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            wide = browser.execute_script(WIDE)
+            assert overflow <= 1, (
+                page,
+                overflow,
+                wide,
+            )  # wide tables scroll in their own box, the page does not
+        assert not browser.find_elements(
+            By.CSS_SELECTOR, "[onclick], div[role=button], span[role=button], div[tabindex], span[tabindex]"
+        )
+        open_page(browser, stocked.url + "/ui/kernels")
+        browser.find_element(By.TAG_NAME, "body").click()
+        for _ in range(40):  # Tab through the page to the first kernel's link, then Enter
+            browser.switch_to.active_element.send_keys(Keys.TAB)
+            focused = browser.switch_to.active_element
+            if "/ui/kernels/" in (focused.get_attribute("href") or ""):
+                break
+        else:
+            raise AssertionError("no kernel link reached with Tab")
+        target = focused.get_attribute("href")
+        focused.send_keys(Keys.ENTER)
+        wait(browser, lambda d: d.current_url == target and state(d) in SETTLED)
+        assert state(browser) == "ready"
+    finally:
+        browser.set_window_size(1280, 900)
