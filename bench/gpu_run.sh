@@ -23,7 +23,10 @@ if [ "$stage" = all ] || [ "$stage" = bench ]; then
 fi
 if [ "$stage" = wgmma ]; then
   # the Hopper matmul ladder: tutorial matmul on Triton, tilec sm_90 (mma.sync) and sm_90a (wgmma); correctness first
-  timeout 540 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" --dump "$OUT" 2>&1 | tee "$OUT/wgmma.log" | tail -70
+  timeout 300 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" --dump "$OUT" 2>&1 | tee "$OUT/wgmma.log" | tail -40
+  # the GPU tests of dots and matmuls, which on sm_90 now take wgmma
+  timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+    -k "matmul or dot or mma" 2>&1 | tee "$OUT/gpu_dot_tests.log" | tail -15
 fi
 if [ "$stage" = tune ]; then
   timeout 500 python3 bench/tune.py --strategy "${quick:-halving}" --json "$OUT/tune.json" 2>&1 | tee "$OUT/tune.log" | tail -40

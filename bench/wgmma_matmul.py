@@ -5,8 +5,8 @@ First correctness against torch (odd sizes with masked edges, transposed operand
 fp16 and bf16, every tutorial config, fresh random inputs, outputs poisoned with NaN), then speed:
 fp16 4096^3 and 8192^3 per tutorial config and the best of the configs, each side timed with
 triton.testing.do_bench (median, L2 flushed). tilec variants: "sm90" (mma.sync), "sm90a" (wgmma with
-one group in flight where the loop allows, gpu.mma_pending) and "sm90a-p0" (wgmma waited every
-iteration, copies one more iteration ahead).
+one group in flight where the loop allows, gpu.mma_pending; the default) and "sm90a-p0" (wgmma waited
+every iteration).
 Usage (device, repo root): PYTHONPATH=$PWD python3 bench/wgmma_matmul.py [--quick] [--json OUT]
 """
 
@@ -52,7 +52,12 @@ NAMES = (
     "stride_cm",
     "stride_cn",
 )
-VARIANTS = {"sm90": ("cuda:sm_90", 1), "sm90a": ("cuda:sm_90a", 1), "sm90a-p0": ("cuda:sm_90a", 0)}
+# variant: (target, wgmma groups left in flight, cuda:sm_90 takes sm_90a for dots)
+VARIANTS = {
+    "sm90": ("cuda:sm_90", 1, False),
+    "sm90a": ("cuda:sm_90a", 1, True),
+    "sm90a-p0": ("cuda:sm_90a", 0, True),
+}
 
 
 def triton_kernel():
@@ -67,13 +72,13 @@ _ARTS: dict = {}
 
 def tilec_fn(variant: str, cfg: tuple, args: list):
     """A launcher of the tilec build of `cfg` for these arguments' specialisation (compiled once)."""
-    tgt, pending = VARIANTS[variant]
+    tgt, pending, auto = VARIANTS[variant]
     bm, bn, bk, nw, ns = cfg
     specs = {n: specialise(n, v) for n, v in zip(NAMES, args, strict=True)}
     key = (variant, cfg, tuple(sorted(specs.items())))
     art = _ARTS.get(key)
     if art is None:
-        cuda_target.WGMMA_PENDING = pending
+        cuda_target.WGMMA_PENDING, cuda_target.SM90A_FOR_DOTS = pending, auto
         t0 = time.perf_counter()
         art = compile_kernel(SRC, "matmul_kernel", signature={n: s.type for n, s in specs.items()},
                              constexprs={"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,

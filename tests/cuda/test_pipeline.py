@@ -39,7 +39,9 @@ def plan_text(src: str, name: str, sig: dict, consts: dict, hints: dict, num_war
     return read_pipeline(fn, read_layouts(fn)).describe()
 
 
-def compile_bench(consts: dict, sig: dict | None = None, num_warps: int = 4, stages: int = 3, sm: int = 90):
+def compile_bench(consts: dict, sig: dict | None = None, num_warps: int = 4, stages: int = 3, sm: int = 80):
+    """The benchmark matmul compiled to a cubin; sm_80 by default, the mma.sync ring (on sm_90 f16 dots
+    take wgmma: tests/cuda/test_wgmma.py)."""
     return compile_kernel(BENCH, "matmul_plain", signature=sig or SIG, constexprs=consts, hints=HINTS,
                           options=CompileOptions(target=f"cuda:sm_{sm}", num_warps=num_warps, num_stages=stages), emit="cubin")  # fmt: skip
 

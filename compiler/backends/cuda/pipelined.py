@@ -7,10 +7,10 @@ its dots straight from slot i % S. The address state of iteration i+A (induction
 address tiles) is carried in extra phis; copies of iterations past the end are not issued.
 
 Rings that wgmma reads hold swizzled tiles (swizzle.py) and each thread fences its copies into the
-async proxy before the block syncs. Where the loop leaves its wgmma group in flight (pipe.pending),
-A is S-2: the slot of iteration i-1 is still being read while iteration i runs, so iteration i fills
-the slot of i-2; the accumulator is waited for after the loop. A loop with one wgmma dot issues its
-copies after that dot's wgmma group, before waiting for it, so the tensor cores start first.
+async proxy before the block syncs. A loop with one wgmma dot has that dot issue the copies, after its
+wgmma group so that the tensor cores start first: before waiting for the group, or, where the loop
+leaves the group in flight (pipe.pending), after waiting for the previous one and syncing the block
+(the slot it refills is the one that group read); the accumulator is waited for after the loop.
 """
 
 from __future__ import annotations

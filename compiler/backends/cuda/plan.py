@@ -261,9 +261,10 @@ class LoopPipeline:
 
     @property
     def ahead(self) -> int:
-        """How many iterations ahead the copies run: one slot of the ring is read by the iteration
-        running, and one more by the MMA group still in flight."""
-        return self.stages - 1 - self.pending
+        """How many iterations ahead the copies run: the slot read by the running iteration is the
+        only one they may not refill (with a wgmma group in flight, its copies wait for the previous
+        group, so the slot of the previous iteration is free again)."""
+        return self.stages - 1
 
     @property
     def ring_bytes(self) -> int:
@@ -355,7 +356,7 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
             raise CompileError("cuda: a pipelined loop copies no load whose addresses can be replayed",
                                **error_location(op.loc))  # fmt: skip
         pending = int(op.attrs.get(MMA_PENDING, 0))
-        if pending not in (0, 1) or got.stages - 1 - pending < 1:
+        if pending not in (0, 1) or got.stages < 2:
             raise CompileError(f"cuda: {MMA_PENDING} = {pending} does not fit a loop of {got.stages} stages",
                                **error_location(op.loc))  # fmt: skip
         got = replace(got, pending=pending)

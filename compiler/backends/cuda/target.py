@@ -21,7 +21,7 @@ from .layouts import is_pow2_shape
 from .passes import GpuDotAccPass, GpuLayoutPass, GpuPipelinePass
 from .plan import MMA
 
-SM90A_FOR_DOTS = False  # cuda:sm_90 builds dots on wgmma (sm_90a) when on; cuda:sm_90a always does
+SM90A_FOR_DOTS = True  # cuda:sm_90 builds dots on wgmma (sm_90a) when on; cuda:sm_90a always does
 WGMMA_PENDING = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline's wgmma_pending)
 
 

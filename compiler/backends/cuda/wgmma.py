@@ -65,10 +65,18 @@ class WgmmaLowering:
                     spec, ad, bd, acc[mi * per : (mi + 1) * per], a_mn, b_mn
                 )
         self.wgmma_commit()
-        issue = self._deferred_issue.pop(op, None)
+        issue = self._deferred_issue.pop(op, None)  # a pipelined loop's copies, issued while the group runs
+        pending = self._pending.get(op, 0)
+        if pending and issue is not None:
+            acc = self.wgmma_wait(acc, pending)  # the previous group is done: its slot may be refilled...
+            if self.num_warps > 4:
+                self.barrier()  # ...once every warpgroup's is
+            issue()
+            self.define(op.result, lay, acc)
+            return
         if issue is not None:
-            issue()  # a pipelined loop's copies for a later iteration, while the group runs
-        acc = self.wgmma_wait(acc, self._pending.get(op, 0))
+            issue()
+        acc = self.wgmma_wait(acc, pending)
         self.define(op.result, lay, acc)
 
     # ---- operand tiles -------------------------------------------------------------------------

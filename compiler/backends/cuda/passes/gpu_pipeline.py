@@ -52,10 +52,10 @@ class GpuPipelinePass:
 
     Operands of a warpgroup-MMA dot (wgmma) are copied into swizzled tiles (swizzle.py) along
     whichever tile dimension is contiguous in memory (gpu.ring_swizzle, gpu.ring_contig), each tile
-    and stage on 1024 bytes. With `wgmma_pending` 1 and at least 3 stages, a loop whose one wgmma
-    dot reads both operands from the ring and carries its accumulator straight back into itself gets
-    gpu.mma_pending = 1: that dot's MMA group stays in flight across the next iteration, so the
-    copies run stages-2 iterations ahead instead of stages-1.
+    and stage on 1024 bytes. With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands
+    from the ring and carries its accumulator straight back into itself gets gpu.mma_pending = 1:
+    that dot's MMA group stays in flight into the next iteration (the lowering issues the loop's
+    copies once the previous group is done, so they still run stages-1 iterations ahead).
     """
 
     name = "gpu-pipeline"
@@ -99,7 +99,7 @@ class GpuPipelinePass:
         slice_ops, args = sl
         info = self._address_info(op, body, slice_ops, args, axis)
         pipe = self._layout_ring(op, layouts, loads, ChainMap(info, axis))
-        if pipe is not None and self.wgmma_pending and pipe.stages >= 3 and _async_mma(pipe, layouts, body, uses):
+        if pipe is not None and self.wgmma_pending and _async_mma(pipe, layouts, body, uses):
             pipe = replace(pipe, pending=1)
         return pipe
 

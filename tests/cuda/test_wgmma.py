@@ -1,0 +1,166 @@
+"""The sm_90a path of `dot` (warpgroup MMA) without a GPU: the swizzled operand tiles against a model of
+how wgmma reads shared memory through a matrix descriptor, the plans, and the tutorial matmul compiled
+for cuda:sm_90a and assembled by ptxas (transposed operands too); cuda:sm_90 builds for sm_90a only
+when a dot takes wgmma. The same kernels run against torch on the device in bench/wgmma_matmul.py."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from tests.kernels import source
+from tilec.compiler.artifact import CompileOptions, parse_target
+from tilec.compiler.backends.cuda.layouts import WgmmaSpec, wgmma_layout
+from tilec.compiler.backends.cuda.swizzle import SwizzledTile, swizzle_width
+from tilec.compiler.backends.cuda.wgmma import WgmmaLowering
+from tilec.compiler.pipeline import compile_kernel
+
+NAMES = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+
+
+def hw_address(start: int, desc: int, mn_major: bool, mn: int, k: int, eb: int) -> int:
+    """Where wgmma reads element (mn, k) of an operand sub-tile whose descriptor is `desc` and whose
+    unswizzled start is `start`: the canonical layouts of the PTX ISA (rows of `sw` bytes; K-major: 8-row
+    groups SBO apart; MN-major: `sw`-byte column blocks LBO apart, 8-row K groups SBO apart), then the
+    swizzle (address bits 4.. XOR bits 7..)."""
+    lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+    sw = {1: 128, 2: 64, 3: 32}[desc >> 62]
+    if mn_major:
+        a = start + mn * eb % sw + mn * eb // sw * lbo + k % 8 * sw + k // 8 * sbo
+    else:
+        a = start + mn % 8 * sw + mn // 8 * sbo + k * eb
+    return a ^ (((a >> 7) & (sw // 16 - 1)) << 4)
+
+
+@pytest.mark.parametrize(("mn_total", "k_total", "mn_major", "n_inst"), [
+    (128, 64, False, 64), (128, 32, False, 64), (64, 16, False, 64), (128, 128, False, 64), (256, 64, False, 256),
+    (256, 64, True, 256), (128, 32, True, 128), (32, 64, True, 32), (64, 64, True, 64), (16, 32, True, 16),
+])  # fmt: skip
+def test_stored_tile_is_what_the_descriptor_reads(
+    mn_total: int, k_total: int, mn_major: bool, n_inst: int
+) -> None:
+    eb = 2
+    rows, cols = (k_total, mn_total) if mn_major else (mn_total, k_total)
+    tile = SwizzledTile(rows, cols, eb, swizzle_width(cols, eb))
+    desc = tile.descriptor(mn_major)
+    for mn0, ks in itertools.product(range(0, mn_total, n_inst), range(k_total // 16)):
+        start = WgmmaLowering._static_start(tile, mn_major, mn0, ks * 16)
+        for mn, k in itertools.product(range(n_inst), range(16)):
+            stored = tile.offset(ks * 16 + k, mn0 + mn) if mn_major else tile.offset(mn0 + mn, ks * 16 + k)
+            assert hw_address(start, desc, mn_major, mn, k, eb) == stored, (mn0, ks, mn, k)
+
+
+def test_swizzle_permutes_16_byte_chunks_within_rows() -> None:
+    tile = SwizzledTile(16, 64, 2, 128)
+    for r in range(16):
+        chunks = sorted(tile.offset(r, c) // 16 for c in range(0, 64, 8))
+        assert chunks == [r * 8 + i for i in range(8)]  # a row stays a row; its 8 chunks all land in it
+        assert tile.offset(r, 8) // 16 % 8 == 1 ^ (r % 8)
+
+
+@pytest.mark.parametrize(("shape", "spec", "num_warps"), [((128, 256), WgmmaSpec("f16", 2, 1, 1, 256), 8),
+                                                          ((128, 128), WgmmaSpec("f16", 1, 1, 2, 128), 4),
+                                                          ((64, 128), WgmmaSpec("bf16", 1, 2, 1, 64), 8)])  # fmt: skip
+def test_accumulator_layout_is_the_isa_fragment(shape: tuple, spec: WgmmaSpec, num_warps: int) -> None:
+    """Register 4j + c (+ n/2 per m64 tile) of lane l in warp w of warpgroup (gm, gn) holds row 16(w%4) + l/4
+    (+8 for c >= 2) and column 8j + 2(l%4) + c%2 of its m64 x n block."""
+    lay = wgmma_layout(shape, spec, num_warps)
+    seen = set()
+    for r, lane, warp in itertools.product(range(lay.num_regs), range(32), range(num_warps)):
+        row, col = lay.reg_coord(r)
+        for bases, bits in ((lay.lane, lane), (lay.warp, warp)):
+            for i, (dr, dc) in enumerate(bases):
+                if bits >> i & 1:
+                    row, col = row + dr, col + dc
+        wg = warp // 4
+        gm, gn = wg % spec.wm, wg // spec.wm
+        mi, j, c = r // (spec.n // 2), r % (spec.n // 2) // 4, r % 4
+        want_row = 64 * (gm * spec.mrep + mi) + 16 * (warp % 4) + lane // 4 + 8 * (c >= 2)
+        want_col = spec.n * gn + 8 * j + 2 * (lane % 4) + c % 2
+        assert (row, col) == (want_row, want_col)
+        seen.add((row, col))
+    assert len(seen) == shape[0] * shape[1]
+
+
+def test_targets() -> None:
+    assert parse_target("cuda:sm_90a") == ("cuda", 90)
+    with pytest.raises(ValueError, match="start at sm_90"):
+        parse_target("cuda:sm_80a")
+
+
+def tutorial() -> str:
+    text = source("matmul")
+    start = text.index("@triton.autotune(")
+    return text[:start] + text[text.index("@triton.jit", start) :]
+
+
+def compile_tutorial(cfg: tuple, target: str = "cuda:sm_90a", m: int = 4096, n: int = 4096, k: int = 4096,
+                     trans_a: bool = False, trans_b: bool = False, dtype: str = "*fp16"):  # fmt: skip
+    bm, bn, bk, nw, ns = cfg
+    vals = dict(
+        zip(
+            NAMES,
+            (m, n, k, *((1, m) if trans_a else (k, 1)), *((1, k) if trans_b else (n, 1)), n, 1),
+            strict=True,
+        )
+    )
+    hints = {p: {"divisibility": 16} for p in ("a_ptr", "b_ptr", "c_ptr")}
+    hints.update(
+        {
+            p: {"equal_to_1": True} if v == 1 else {"divisibility": 16}
+            for p, v in vals.items()
+            if v == 1 or v % 16 == 0
+        }
+    )
+    sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp16", **dict.fromkeys(vals, "i32")}
+    consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+    return compile_kernel(tutorial(), "matmul_kernel", signature=sig, constexprs=consts, hints=hints,
+                          options=CompileOptions(target=target, num_warps=nw, num_stages=ns), emit="cubin")  # fmt: skip
+
+
+@pytest.mark.parametrize(("cfg", "inst", "per_iter"), [
+    ((128, 256, 64, 8, 3), "m64n256k16", 4),  # 2 warpgroups along M, 4 K steps
+    ((64, 256, 32, 4, 4), "m64n256k16", 2),
+    ((128, 128, 32, 4, 4), "m64n128k16", 4),  # 2 m64 tiles per warpgroup, 2 K steps
+])  # fmt: skip
+def test_tutorial_matmul_on_wgmma(cfg: tuple, inst: str, per_iter: int) -> None:
+    art = compile_tutorial(cfg)
+    text = art.ptx
+    assert art.target == "cuda:sm_90a" and ".target sm_90a" in text and art.binary[:4] == b"\x7fELF"
+    assert re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.f16\.f16", text) == [inst] * per_iter
+    assert "mma.sync" not in text and "ldmatrix" not in text
+    assert re.findall(r"p, 1, 1, (\d), (\d);", text) == [("0", "1")] * per_iter  # A K-major, B N-major
+    assert "wgmma.wait_group.sync.aligned 1;" in text and "wgmma.wait_group.sync.aligned 0;" in text
+    assert "fence.proxy.async.shared::cta;" in text and ".shared .align 1024" in text
+    assert art.metadata["pipelined_loops"] == 1 and art.metadata["spill_stores"] == 0
+
+
+@pytest.mark.parametrize(("trans_a", "trans_b", "flags"), [(True, False, ("1", "1")), (False, True, ("0", "0")),
+                                                          (True, True, ("1", "0"))])  # fmt: skip
+def test_transposed_operands_are_copied_along_their_contiguous_dimension(
+    trans_a: bool, trans_b: bool, flags: tuple
+) -> None:
+    art = compile_tutorial((128, 128, 32, 4, 4), m=512, n=512, k=512, trans_a=trans_a, trans_b=trans_b)
+    assert set(re.findall(r"p, 1, 1, (\d), (\d);", art.ptx)) == {flags}
+    assert art.metadata["pipelined_loops"] == 1 and art.metadata["spill_stores"] == 0
+
+
+def test_fallbacks_within_sm_90a() -> None:
+    """32x32 tiles on 2 warps cannot take wgmma: mma.sync; K = 1000 (no 16-byte copies provable): operands
+    staged from registers into swizzled tiles, still wgmma."""
+    small = compile_tutorial((32, 32, 32, 2, 5))
+    assert "wgmma" not in small.ptx and "mma.sync.aligned.m16n8k16" in small.ptx
+    staged = compile_tutorial((128, 128, 32, 4, 4), m=517, n=389, k=1000, dtype="*bf16")
+    assert staged.metadata["pipelined_loops"] == 0 and "cp.async" not in staged.ptx
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", staged.ptx)) == 4
+
+
+def test_sm_90_takes_sm_90a_only_for_wgmma_dots() -> None:
+    art = compile_tutorial((128, 128, 32, 4, 4), target="cuda:sm_90")
+    assert art.target == "cuda:sm_90a" and ".target sm_90a" in art.ptx and "wgmma.mma_async" in art.ptx
+    small = compile_tutorial((32, 32, 32, 2, 5), target="cuda:sm_90")
+    assert small.target == "cuda:sm_90" and ".target sm_90\n" in small.ptx
+    sm80 = compile_tutorial((128, 128, 32, 4, 4), target="cuda:sm_80")
+    assert sm80.target == "cuda:sm_80" and "wgmma" not in sm80.ptx and "mma.sync" in sm80.ptx
