@@ -24,7 +24,7 @@ install: $(STAMP)-test
 
 test: $(STAMP)-test
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -p no:cacheprovider
+	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile
 
 serve: $(STAMP)-server
 	$(BIN)/tilec serve
