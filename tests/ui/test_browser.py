@@ -20,7 +20,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from .conftest import Stocked, job_body, tuned_source
 
 SETTLED = ("ready", "refused", "failed")
-SLOW_BLOCKS = (16, 32, 64, 128, 256)  # BLOCK <= 256 all compile; at 4M elements each trial takes a while
+SLOW_BLOCKS = (16, 32, 64, 128, 256)  # BLOCK <= 256: all compile
+SLOW_N = 1 << 23  # elements: each trial takes a while on 2 cores, so the page sees the job part-way
 
 
 def wait(driver: Any, condition: Any, timeout: float = 20) -> Any:
@@ -209,11 +210,11 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     with stocked.http("submit") as http:
         slow = http.post(
             "/v1/tune-jobs",
-            json=job_body(tuned_source("vadd_slow", SLOW_BLOCKS), 1 << 22, strategy="exhaustive"),
+            json=job_body(tuned_source("vadd_slow", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
         ).json()
         other = http.post(
             "/v1/tune-jobs",
-            json=job_body(tuned_source("vadd_other", SLOW_BLOCKS), 1 << 22, strategy="exhaustive"),
+            json=job_body(tuned_source("vadd_other", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
         ).json()
     assert slow["state"] == other["state"] == "queued"
     use_token(browser, stocked, "submit")
