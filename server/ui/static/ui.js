@@ -376,7 +376,7 @@
     const chart = window.Plot.plot({
       width,
       height: 50 + 24 * data.length,
-      marginLeft: Math.min(Math.round(width * 0.45), 24 + 7.5 * longest),
+      marginLeft: Math.min(Math.round(width * 0.6), 24 + 7.5 * longest),
       marginRight: 48,
       style: { fontSize: "12px", background: "transparent" },
       x: { label: "time (ms), median and interval", grid: true, nice: true },
