@@ -301,7 +301,7 @@ def test_a_read_token_sees_the_jobs_but_cannot_cancel(browser: Any, stocked: Sto
     with stocked.http("submit") as http:
         job = http.post(
             "/v1/tune-jobs",
-            json=job_body(tuned_source("vadd_read", SLOW_BLOCKS), 1 << 21, strategy="exhaustive"),
+            json=job_body(tuned_source("vadd_read", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
         ).json()
     try:
         use_token(browser, stocked, "read")
