@@ -90,11 +90,8 @@ def scalar_type(name: str, value: Any) -> str:
 
 
 def array_type(name: str, value: np.ndarray | BF16Array) -> str:
+    """'*fp32' etc. A view of any strides passes (as in Triton) the address of its first element."""
     arr = value.bits if isinstance(value, BF16Array) else value
-    if not arr.flags.c_contiguous:
-        raise ArgumentError(
-            f"argument '{name}': the array is not contiguous; pass np.ascontiguousarray(...) "
-        )
     if isinstance(value, BF16Array):
         return "*bf16"
     t = _NP_TO_TRITON.get(arr.dtype.name)

@@ -211,25 +211,18 @@ def is_cuda_array(v: Any) -> bool:
 
 
 def array_info(name: str, v: Any) -> tuple[int, str, int]:
-    """(device pointer, Triton pointer type, device ordinal) of a CUDA array."""
+    """(device pointer, Triton pointer type, device ordinal) of a CUDA array. As in Triton, a view of any
+    strides passes the address of its first element: the kernel indexes it with the strides it is given."""
     if type(v).__module__.startswith("torch"):
         t = _TORCH_DTYPES.get(str(v.dtype))
         if t is None:
             raise ArgumentError(f"argument '{name}': unsupported tensor dtype {v.dtype}")
-        if not v.is_contiguous():
-            raise ArgumentError(f"argument '{name}': the tensor is not contiguous; pass x.contiguous()")
         return v.data_ptr(), "*" + t, v.device.index or 0
     cai = v.__cuda_array_interface__
     dt = np.dtype(cai["typestr"])
     t = _NP_DTYPES.get(dt.name)
     if t is None:
         raise ArgumentError(f"argument '{name}': unsupported array dtype {dt}")
-    if cai.get("strides") is not None:
-        want = dt.itemsize
-        for n, s in zip(reversed(cai["shape"]), reversed(cai["strides"]), strict=True):
-            if s != want and n > 1:
-                raise ArgumentError(f"argument '{name}': the array is not contiguous")
-            want *= n
     dev = getattr(getattr(v, "device", None), "id", 0) or 0
     return int(cai["data"][0]), "*" + t, int(dev)
 
