@@ -7,7 +7,7 @@ scan_with.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -18,10 +18,18 @@ from . import numerics as nx
 from .errors import InterpError, located
 from .semantics import SEMANTICS
 
-if TYPE_CHECKING:
-    from .machine import Machine
-
 Array = np.ndarray
+
+
+class Machine(Protocol):
+    """What a combiner reads of the running program (machine.py's Machine provides it; named here so this
+    module, which machine.py dispatches to, does not import it back)."""
+
+    pid: tuple[int, ...]
+    module: Any
+    env: dict[Value, Array]
+
+    def tick(self, op: Operation) -> None: ...
 MAX_CALL_DEPTH = 64
 
 
