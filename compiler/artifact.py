@@ -60,6 +60,7 @@ class Artifact:
     ptx: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)  # arg layout, threads, shared bytes, regs, spills
     compiler_version: str = ""
+    pass_dumps: list[dict[str, str]] | None = None  # [{"name", "ir"}] when the request asked (CompileRequest)
 
     @property
     def sha256(self) -> str:

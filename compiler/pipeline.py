@@ -17,7 +17,7 @@ from .artifact import Artifact, CompileOptions, compiler_version, parse_target
 from .errors import CompileError
 from .frontend import KernelSource, build_ir, read_kernel
 from .frontend.reader import Budgets
-from .ir import Module, parse_module, verify_module
+from .ir import Module, parse_module, print_module, verify_module
 from .request import CompileRequest
 
 
@@ -117,12 +117,14 @@ def _compile_request(request: CompileRequest, kernel: KernelSource | None, after
     name = request.name
     if name is None and len(module.kernels) == 1:
         name = module.kernels[0].name
-    meta: dict[str, Any] = {"kernel_name": name, "options": options}
+    meta: dict[str, Any] = {"kernel_name": name, "options": options, "keep_pass_dumps": request.pass_dumps}
     ir_now: Any = module
     outputs: dict[str, Any] = {}
     for stage_name, stage in stages:
         ir_now = stage(ir_now, meta)
         outputs[stage_name] = ir_now
+        if request.pass_dumps and stage_name == "gpu-tir":
+            meta.setdefault("pass_dumps", []).append({"name": "gpu-tir (stage)", "ir": print_module(ir_now)})
         if after_stage is not None:
             after_stage(stage_name, meta)
         if stage_name == emit:
@@ -135,6 +137,8 @@ def _artifact(options: CompileOptions, meta: dict, outputs: dict, emit: str) -> 
     llir = meta.pop("llir_optimised", None) or outputs.get("llir", "")
     ptx = outputs.get("ptx", "")
     tir = meta.pop("tir", "")
+    pass_dumps = meta.pop("pass_dumps", None)
+    meta.pop("keep_pass_dumps", None)
     name = meta.pop("kernel_name")
     options_dict = {"target": options.target, "opt_level": options.opt_level, "hash": options.stable_hash()}
     meta.pop("options")
@@ -149,4 +153,5 @@ def _artifact(options: CompileOptions, meta: dict, outputs: dict, emit: str) -> 
         ptx=ptx if isinstance(ptx, str) else "",
         metadata=meta,
         compiler_version=compiler_version(),
+        pass_dumps=pass_dumps,
     )

@@ -30,6 +30,7 @@ class CompileRequest:
     options: CompileOptions = field(default_factory=CompileOptions)
     emit: str | None = None
     budgets: Budgets = field(default_factory=Budgets)
+    pass_dumps: bool = False  # keep the tile IR after each pass (and cuda's gpu-tir stage) in the Artifact
 
     def __post_init__(self) -> None:
         if self.kind not in ("source", "ir"):

@@ -15,8 +15,16 @@ def run_passes(module: Module) -> Module:
 
 
 def tir_stage(module: Module, meta: dict) -> Module:
-    """Run the default pipeline on `module` in place, verify it and keep its text in meta["tir"]."""
-    module = run_passes(module)
+    """Run the default pipeline on `module` in place, verify it and keep its text in meta["tir"]; with
+    meta["keep_pass_dumps"], also the module's text as it came in and after each pass, in meta["pass_dumps"]
+    as [{"name", "ir"}] (the service keeps them with the build, for its web page)."""
+    if not meta.get("keep_pass_dumps"):
+        module = run_passes(module)
+    else:
+        dumps = [{"name": "input", "ir": print_module(module)}]
+        keep = lambda name, m: dumps.append({"name": name, "ir": print_module(m)})  # noqa: E731
+        module = PassManager.from_names(pipeline("default"), after_pass=keep).run(module)
+        meta["pass_dumps"] = dumps
     verify_module(module)
     meta["tir"] = print_module(module)
     return module

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import zlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -389,6 +390,7 @@ def build_request(
         options=CompileOptions(target=target, num_warps=config["num_warps"], num_stages=config["num_stages"]),
         emit=spec["emit"],
         budgets=Budgets(**state.budgets()),
+        pass_dumps=True,  # kept with the build: the web page shows the IR after each pass
     )
 
 
@@ -431,9 +433,31 @@ def artifact_values(*, kernel_key: str, key: str, spec: dict, config: dict, targ
         "meta": art["metadata"] or {},
         "sha256": sha256(binary),
         "size": len(binary),
+        "pass_dumps": pack_pass_dumps(art.get("pass_dumps")),
     }
     values.update(text_digests(values))
     return values
+
+
+def pack_pass_dumps(dumps: list[dict] | None) -> bytes | None:
+    """A compile's per-pass dumps as the artifacts row keeps them: zlib-compressed JSON (the passes repeat
+    most of the module, which compresses to a few KB)."""
+    return None if not dumps else zlib.compress(json.dumps(dumps, separators=(",", ":")).encode(), 6)
+
+
+def unpack_pass_dumps(blob: bytes | None) -> list[dict] | None:
+    """The dumps of pack_pass_dumps, or None when there are none or they cannot be read back (a damaged
+    value is then recomputed, never served)."""
+    if not blob:
+        return None
+    try:
+        dumps = json.loads(zlib.decompress(blob))
+    except (zlib.error, ValueError):
+        return None
+    ok = isinstance(dumps, list) and all(
+        isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("ir"), str) for d in dumps
+    )
+    return dumps if ok else None
 
 
 async def _store_artifact(

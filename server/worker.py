@@ -86,6 +86,7 @@ def compile_one(request: CompileRequest, describe: bool = False) -> dict:
         ptx=art.ptx,
         metadata=art.metadata,
         compiler_version=art.compiler_version,
+        pass_dumps=art.pass_dumps,
     )
     return out
 

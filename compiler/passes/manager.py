@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from ..errors import CompileError, VerifyError
@@ -21,8 +21,10 @@ from .registry import PASSES, PIPELINES, pipeline
 
 class PassManager:
     def __init__(self, passes: list, *, print_ir_after_all: bool = False, print_ir_after: Iterable[str] = (),
-                 timing: bool = False, verify: bool = True, stream: TextIO | None = None) -> None:
+                 timing: bool = False, verify: bool = True, stream: TextIO | None = None,
+                 after_pass: Callable[[str, Module], None] | None = None) -> None:
         self.passes = list(passes)
+        self.after_pass = after_pass  # called with each pass's name and the module it left (a compile's dumps)
         self.print_ir_after_all = print_ir_after_all
         self.print_ir_after = set(print_ir_after)
         self.timing = timing
@@ -46,6 +48,8 @@ class PassManager:
                 _verify_after(p.name, module)
             if self.print_ir_after_all or p.name in self.print_ir_after:
                 out.write(f"// -----// IR after {p.name} //----- //\n{print_module(module)}")
+            if self.after_pass is not None:
+                self.after_pass(p.name, module)
         if self.timing:
             out.write(self.timing_report())
         return module

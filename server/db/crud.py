@@ -125,9 +125,11 @@ def get_artifact_form(conn: Connection, *, key: str, column: str) -> tuple[Any, 
 
 
 def get_artifact_build(session: Session, *, key: str) -> Row | None:
-    """What an artifact was built from (kernel_key, target, spec, config), without its bytes."""
+    """What an artifact was built from (kernel_key, target, spec, config) and the per-pass dumps its compile
+    kept (or None), without its bytes."""
     artifacts = Artifact.__table__
-    columns = (artifacts.c.kernel_key, artifacts.c.target, artifacts.c.spec, artifacts.c.config)
+    columns = (artifacts.c.kernel_key, artifacts.c.target, artifacts.c.spec, artifacts.c.config,
+               artifacts.c.pass_dumps)  # fmt: skip
     return session.execute(select(*columns).where(artifacts.c.key == key)).first()
 
 

@@ -72,6 +72,9 @@ class Artifact(Base):
     llir_sha256: Mapped[str] = mapped_column(KEY)
     ptx_sha256: Mapped[str] = mapped_column(KEY)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the tile IR after each pass, as the compile made it: zlib-compressed JSON [{"name", "ir"}] (the web
+    # page shows it; migration 0006). None for builds that did not keep them (tune trials, older rows).
+    pass_dumps: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
 
 
 class TuningResult(Base):

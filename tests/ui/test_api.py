@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+import zlib
 from pathlib import Path
 
 import httpx
@@ -19,7 +20,7 @@ from tilec.server import errors as E
 from tilec.server.db import crud
 from tilec.server.db.models import TuneJob
 from tilec.server.jobs.store import now
-from tilec.server.service import artifact_values
+from tilec.server.service import artifact_values, pack_pass_dumps, unpack_pass_dumps
 from tilec.server.ui import STATIC_DIR, TEMPLATE_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,7 +209,7 @@ async def test_a_kernel_its_builds_and_the_ir_after_each_pass(client: httpx.Asyn
     dumps = await page(client, f"/v1/ui/artifacts/{art['id']}/passes")
     assert [p["name"] for p in dumps["passes"]] == ["input", *pipeline("default")]
     tir = (await client.get(f"/v1/artifacts/{art['id']}/tir")).text
-    assert dumps["passes"][-1]["ir"] == tir  # recomputed, and the same as the compile's own
+    assert dumps["passes"][-1]["ir"] == tir  # kept by the compile: its last dump is the build's tile IR
     assert await page(client, f"/v1/ui/artifacts/{art['id']}/passes") == dumps  # from memory the second time
     for path in (
         f"/v1/ui/kernels/{'f' * 64}",
@@ -217,6 +218,31 @@ async def test_a_kernel_its_builds_and_the_ir_after_each_pass(client: httpx.Asyn
     ):
         r = await client.get(path)
         assert r.status_code == 404 and r.json()["error"] == E.NOT_FOUND, path
+
+
+async def test_the_ir_after_each_pass_is_kept_by_the_compile_and_recomputed_for_a_row_without_it(
+    client: httpx.AsyncClient, engine: Engine
+) -> None:
+    art = await build(client, await registered(client, "kept"))
+    select = text("SELECT pass_dumps FROM artifacts WHERE key = :k")
+    with engine.begin() as conn:
+        kept = unpack_pass_dumps(conn.execute(select, {"k": art["id"]}).scalar_one())
+        # a build stored without them (a tune trial's, a row from before migration 0006)
+        conn.execute(text("UPDATE artifacts SET pass_dumps = NULL WHERE key = :k"), {"k": art["id"]})
+    assert kept is not None and [d["name"] for d in kept] == ["input", *pipeline("default")]
+    recomputed = await page(client, f"/v1/ui/artifacts/{art['id']}/passes")
+    assert recomputed["passes"] == kept
+
+
+def test_damaged_pass_dumps_are_not_served() -> None:
+    dumps = [{"name": "input", "ir": "module {}"}]
+    assert unpack_pass_dumps(pack_pass_dumps(dumps)) == dumps
+    assert pack_pass_dumps(None) is None and unpack_pass_dumps(None) is None
+    packed = bytearray(pack_pass_dumps(dumps) or b"")
+    packed[len(packed) // 2] ^= 0xFF
+    assert unpack_pass_dumps(bytes(packed)) is None  # zlib's checksum, or JSON, refuses it
+    assert unpack_pass_dumps(zlib.compress(b'[{"name": 1, "ir": "x"}]')) is None
+    assert unpack_pass_dumps(b"not zlib") is None
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from ...service import (
     sha256,
     stored_config,
     stored_spec,
+    unpack_pass_dumps,
 )
 from ...state import AppState
 from ...ui.models import (
@@ -259,13 +260,14 @@ async def artifact(artifact_id: Key, state: StateDep, _token: TokenDep) -> Artif
             responses={**NOT_FOUND, 422: {"model": ErrorPublic}})  # fmt: skip
 async def passes(artifact_id: Key, state: StateDep, _token: TokenDep) -> Response:
     """The tile IR of this build as the frontend makes it and after each pass (and, for cuda, after the
-    gpu-tir stage). A compile keeps no per-pass dumps: they are recomputed from the stored kernel, spec
-    and config in the compile pool (its time and memory limits apply), once per artifact and process."""
+    gpu-tir stage), as its compile kept them. A build stored without them (a tune trial's, an older row) has
+    them recomputed from the stored kernel, spec and config in the compile pool (its time and memory limits
+    apply), once per artifact and process."""
     cached = state.blobs.get((artifact_id, "passes"))
     if cached is not None:
         return Response(cached[0], media_type="application/json")
 
-    def load(session: Session) -> tuple[Kernel, dict, dict, str] | None:
+    def load(session: Session) -> tuple[Kernel | None, dict, dict, str, list[dict] | None] | None:
         try:
             build = _build_of(session, artifact_id)
         except UNREADABLE:
@@ -273,13 +275,20 @@ async def passes(artifact_id: Key, state: StateDep, _token: TokenDep) -> Respons
             return None
         if build is None:
             return None
+        if build[4] is not None:  # kept by the compile: no kernel to read, nothing to recompute
+            return None, *build[1:]
         kernel = read_kernel(session, state.metrics, key=build[0])
         return None if kernel is None else (kernel, *build[1:])
 
     found = await state.read(load)
     if found is None:
         raise _artifact_not_found(artifact_id)
-    kernel, spec, config, target = found
+    kernel, spec, config, target, kept = found
+    if kept is not None:
+        body = PassDumpsPublic(artifact_id=artifact_id, passes=kept).model_dump_json().encode()
+        state.blobs.put((artifact_id, "passes"), body, sha256(body))
+        return Response(body, media_type="application/json")
+    assert kernel is not None
     text = kernel.source if kernel.kind == "source" else kernel.ir
     request = build_request(state, kind=kernel.kind, text=text or "", name=kernel.name, spec=spec, config=config,
                             target=target)  # fmt: skip
@@ -291,13 +300,15 @@ async def passes(artifact_id: Key, state: StateDep, _token: TokenDep) -> Respons
     return Response(body, media_type="application/json")
 
 
-def _build_of(session: Session, artifact_id: str) -> tuple[str, dict, dict, str] | None:
-    """(kernel key, spec, config, target) an artifact was built from; UNREADABLE errors when it cannot be read."""
+def _build_of(session: Session, artifact_id: str) -> tuple[str, dict, dict, str, list[dict] | None] | None:
+    """(kernel key, spec, config, target, the per-pass dumps its compile kept or None) an artifact was built
+    from; UNREADABLE errors when it cannot be read."""
     row = crud.get_artifact_build(session, key=artifact_id)
     if row is None:
         return None
     check_target(row.target)
-    return row.kernel_key, stored_spec(row.spec), stored_config(row.config), row.target
+    dumps = unpack_pass_dumps(row.pass_dumps)
+    return row.kernel_key, stored_spec(row.spec), stored_config(row.config), row.target, dumps
 
 
 # tuning results
