@@ -38,6 +38,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         self._rings: dict = {}
         self._pending: dict = {}  # wgmma dot -> groups it leaves in flight (pipelined.py sets it per loop)
         self._deferred_issue: dict = {}  # wgmma dot -> the copies its loop issues after the dot's group
+        self._hoisted: dict = {}  # (wgmma dot, operand) -> its tile staged before its loop (wgmma.py)
         self.sm = sm
         self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)

@@ -11,6 +11,8 @@ async proxy before the block syncs. A loop with one wgmma dot has that dot issue
 wgmma group so that the tensor cores start first: before waiting for the group, or, where the loop
 leaves the group in flight (pipe.pending), after waiting for the previous one and syncing the block
 (the slot it refills is the one that group read); the accumulator is waited for after the loop.
+A wgmma operand defined before the loop that would be staged from registers every iteration (flash
+attention's Q) is staged once instead, into a swizzled tile after the ring (wgmma.py stage_invariants).
 """
 
 from __future__ import annotations
@@ -169,10 +171,14 @@ class PipelineLowering:
         outer = list(self.scopes)
         saved_base = self.smem_base
         ring_base = align(saved_base) if any(pl.swizzle for pl in pipe.loads) else saved_base  # swizzle period
-        self.reserve(ring_base - saved_base + pipe.ring_bytes)
-        self.smem_base = ring_base + pipe.ring_bytes
+        invariant = self.invariant_operands(op)  # wgmma operands staged once, after the ring (wgmma.py)
+        ring_end = ring_base + (align(pipe.ring_bytes) if invariant else pipe.ring_bytes)
+        end = ring_end + sum(align(t.nbytes) for _, _, t in invariant)
+        self.reserve(end - saved_base)
         if self.smem_dirty:
-            self.barrier()  # earlier scratch users may still read what the copies overwrite
+            self.barrier()  # earlier scratch users may still read what the copies (or the staging) overwrite
+        self.stage_invariants(invariant, ring_end)
+        self.smem_base = end
         state = (lb, [self._regs(op.operands[2 + j], lay) for j, lay in zip(pipe.address_args, pipe.address_layouts, strict=True)])
         for s in range(pipe.ahead):
             state = self._step(pipe, outer, state, _c(s), ub, step, signed, ring_base)

@@ -17,7 +17,7 @@ import llvmlite.ir as ir
 from ...ir.core import Operation
 from ...ir.types import elem_type
 from . import ops
-from .layouts import Layout, WgmmaSpec, log2
+from .layouts import Layout, WgmmaSpec, log2, wgmma_layout
 from .swizzle import SwizzledTile, align, swizzle_width
 
 I64 = ir.IntType(64)
@@ -25,6 +25,18 @@ I64 = ir.IntType(64)
 
 def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
+
+
+def a_fragment_layout(op: Operation, spec: WgmmaSpec, num_warps: int) -> Layout | None:
+    """The layout in which A (M x K) feeds wgmma from registers: per warpgroup and m64 tile, m64nNk16's
+    A fragment for each K step of 16 (rows g and g+8, columns 2t, 2t+1 and those +8) is the accumulator
+    fragment of an m64nKk16 over the same rows, in register order; so a dot whose result has N == K of
+    this one (with the same warpgroup split of M) hands its result over as is. None where A cannot come
+    from registers: warpgroups split along N."""
+    if spec.wn != 1:
+        return None
+    m, k = op.operands[0].type.shape
+    return wgmma_layout((m, k), WgmmaSpec(spec.kind, spec.wm, 1, spec.mrep, k), num_warps)
 
 
 class WgmmaLowering:
@@ -36,34 +48,41 @@ class WgmmaLowering:
         c = op.operands[2]
         k = op.operands[0].type.shape[1]
         lay = self.layout_of(op.result)
-        tiles = [self._ring_tile(op, i) for i in (0, 1)]
-        staged = [i for i in (0, 1) if tiles[i] is None]
+        tiles = [self._ring_tile(op, i) or self._hoisted.get((op, i)) for i in (0, 1)]
+        a_frag = a_fragment_layout(op, spec, self.num_warps) if tiles[0] is None else None
+        if a_frag is not None and self.layout_of(op.operands[0]) != a_frag:
+            a_frag = None  # A is not already in the fragment: staged (a conversion would cost as much)
+        staged = [i for i in (0, 1) if tiles[i] is None and not (i == 0 and a_frag is not None)]
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
         vals = {i: self.get(op.operands[i], lays[i]) for i in staged}  # every register before staging begins
+        a_regs = self._pack_fragment(op.operands[0], a_frag) if a_frag is not None else None
         acc = list(self.get(c, lay))
         if staged:
             tiles = self._stage_wgmma(op, staged, vals, lays, tiles)
-        (a_base, a_tile, a_mn), (b_base, b_tile, b_mn) = tiles
+        b_base, b_tile, b_mn = tiles[1]
         pb, bld = self.pb, self.b
         wg = pb.lshr(self.warp, _c(2))
         wg_m = pb.and_(wg, _c(spec.wm - 1))
         wg_n = pb.lshr(wg, _c(log2(spec.wm)))
-        a_desc = ir.Constant(I64, a_tile.descriptor(a_mn))
         b_desc = ir.Constant(I64, b_tile.descriptor(b_mn))
-        # this warpgroup's first A row and B column, as addresses of the unswizzled starts
-        a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
         b_wg = bld.add(b_base, self._wg_start(b_tile, b_mn, pb.mul(wg_n, _c(spec.n))))
+        if a_regs is None:  # this warpgroup's first A row, as the address of the unswizzled start
+            a_base, a_tile, a_mn = tiles[0]
+            a_desc = ir.Constant(I64, a_tile.descriptor(a_mn))
+            a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
         self.wgmma_fence()
         per = spec.n // 2
         for ks in range(k // 16):
             b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * 16)))
             bd = bld.add(b_desc, bld.zext(bld.lshr(b_off, _c(4)), I64))
             for mi in range(spec.mrep):
-                a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * 16)))
-                ad = bld.add(a_desc, bld.zext(bld.lshr(a_off, _c(4)), I64))
-                acc[mi * per : (mi + 1) * per] = self.wgmma(
-                    spec, ad, bd, acc[mi * per : (mi + 1) * per], a_mn, b_mn
-                )
+                if a_regs is not None:  # m64 tile mi, K step ks: 4 words, in register order
+                    a = a_regs[mi * k // 4 + 4 * ks : mi * k // 4 + 4 * ks + 4]
+                else:
+                    a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * 16)))
+                    a = bld.add(a_desc, bld.zext(bld.lshr(a_off, _c(4)), I64))
+                acc[mi * per : (mi + 1) * per] = self.wgmma(spec, a, bd, acc[mi * per : (mi + 1) * per],
+                                                            a_regs is None and a_mn, b_mn)  # fmt: skip
         self.wgmma_commit()
         issue = self._deferred_issue.pop(op, None)  # a pipelined loop's copies, issued while the group runs
         pending = self._pending.get(op, 0)
@@ -78,6 +97,59 @@ class WgmmaLowering:
             issue()
         acc = self.wgmma_wait(acc, pending)
         self.define(op.result, lay, acc)
+
+    def _pack_fragment(self, v, frag: Layout) -> list:
+        """The registers of A in its fragment layout, two 16-bit elements per 32-bit word (lower column low)."""
+        e = elem_type(v.type)
+        vals = self.get(v, frag)
+        bld = self.b
+        words = []
+        for r in range(0, len(vals), 2):
+            vec = ir.Constant(ir.VectorType(ops.mem_type(e), 2), None)
+            for i in (0, 1):
+                vec = bld.insert_element(vec, ops.to_mem(bld, e, vals[r + i]), _c(i))
+            words.append(bld.bitcast(vec, ops.I32))
+        return words
+
+    # ---- loop-invariant operands, staged once before a pipelined loop ---------------------------
+
+    def invariant_operands(self, loop: Operation) -> list:
+        """(dot, index, tile) of every operand of a wgmma dot at the top of `loop`'s body that would be
+        staged from registers and is defined outside the loop (flash attention's Q): such a tile is
+        stored once, before the loop, rather than every iteration."""
+        body = loop.regions[0].block
+        inside = {r for o in loop.walk() if o is not loop for r in o.results} | set(body.args)
+        out = []
+        for dot in body.ops:
+            spec = self.plan.mma.get(dot)
+            if dot.name != "dot" or not isinstance(spec, WgmmaSpec):
+                continue
+            for i in (0, 1):
+                v = dot.operands[i]
+                if v in inside or self.pipes.operand(dot, i) is not None:
+                    continue
+                frag = a_fragment_layout(dot, spec, self.num_warps) if i == 0 else None
+                if frag is not None and self.layout_of(v) == frag:
+                    continue  # read from registers
+                shape, eb = v.type.shape, elem_type(v.type).bits // 8
+                out.append((dot, i, SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))))
+        return out
+
+    def stage_invariants(self, found: list, at: int) -> int:
+        """Store the tiles `invariant_operands` found from byte `at` of shared memory (1024-aligned,
+        below scratch); they are read through self._hoisted. Returns the bytes they take."""
+        saved, self.smem_base = self.smem_base, 0
+        smem = self.pb.ptrtoint(self.smem, ops.I32)
+        off = at
+        for dot, i, tile in found:
+            v = dot.operands[i]
+            self._stage_swizzled(v, self.get(v), self.layout_of(v), tile, off)
+            self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1)
+            off = align(off + tile.nbytes)
+        self.smem_base = saved
+        if found:
+            self.fence_async_shared()
+        return off - at
 
     # ---- operand tiles -------------------------------------------------------------------------
 
@@ -177,14 +249,20 @@ class WgmmaLowering:
         res = self.b.call(asm, acc)
         return [self.b.extract_value(res, i) for i in range(n)]
 
-    def wgmma(self, spec: WgmmaSpec, a_desc, b_desc, acc: list, a_mn: bool, b_mn: bool) -> list:
-        """One m64nNk16 wgmma accumulating into `acc` (n/2 f32 registers)."""
+    def wgmma(self, spec: WgmmaSpec, a, b_desc, acc: list, a_mn: bool, b_mn: bool) -> list:
+        """One m64nNk16 wgmma accumulating into `acc` (n/2 f32 registers); `a` is A's descriptor, or its
+        4 fragment words when A comes from registers (no transpose flag for A then)."""
         n = len(acc)
         regs = ", ".join(f"${i}" for i in range(n))
         t = spec.kind
-        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + 2}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k16.f32.{t}.{t} "
-                f"{{{regs}}}, ${n}, ${n + 1}, p, 1, 1, {int(a_mn)}, {int(b_mn)}; }}")  # fmt: skip
-        cons = ",".join(["=f"] * n + ["l", "l", "r"] + [str(i) for i in range(n)])
-        fnty = ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [I64, I64, ops.I32] + [ops.F32] * n)
-        res = self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), [a_desc, b_desc, _c(1), *acc])
+        if isinstance(a, list):  # A's fragment words
+            a_text, a_cons, a_types, trans, args = "{" + ", ".join(f"${n + i}" for i in range(4)) + "}", ["r"] * 4, [ops.I32] * 4, "", a  # fmt: skip
+        else:  # A's descriptor
+            a_text, a_cons, a_types, trans, args = f"${n}", ["l"], [I64], f" {int(a_mn)},", [a]
+        na = len(args)
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k16.f32.{t}.{t} "
+                f"{{{regs}}}, {a_text}, ${n + na}, p, 1, 1,{trans} {int(b_mn)}; }}")  # fmt: skip
+        cons = ",".join(["=f"] * n + a_cons + ["l", "r"] + [str(i) for i in range(n)])
+        fnty = ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [*a_types, I64, ops.I32] + [ops.F32] * n)
+        res = self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), [*args, b_desc, _c(1), *acc])
         return [self.b.extract_value(res, i) for i in range(n)]
