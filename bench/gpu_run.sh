@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script a device call runs (from the repo root): environment facts, then the GPU tests and/or the
 # benchmark side by side with Triton. Logs go to $OUT (or ./gpu_out).
-# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma] [quick]   (one stage per call keeps a call under 10 minutes)
+# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention] [quick]   (one stage per call keeps a call under 10 minutes)
 set -uo pipefail
 stage=${1:-all}; quick=${2:-}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -26,6 +26,13 @@ if [ "$stage" = wgmma ]; then
   timeout 300 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" --dump "$OUT" 2>&1 | tee "$OUT/wgmma.log" | tail -40
   # the GPU tests of dots and matmuls, which on sm_90 now take wgmma
   timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+    -k "matmul or dot or mma" 2>&1 | tee "$OUT/gpu_dot_tests.log" | tail -15
+fi
+if [ "$stage" = attention ]; then
+  # flash-attention forward (tests/kernels/attention.py): tilec cuda:sm_90 (both dots on wgmma) against torch's
+  # SDPA, then side by side with Triton on the same source; the GPU tests of dots after it
+  timeout 420 python3 bench/attention.py ${quick:+--quick} --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -60
+  timeout 150 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
     -k "matmul or dot or mma" 2>&1 | tee "$OUT/gpu_dot_tests.log" | tail -15
 fi
 if [ "$stage" = tune ]; then

@@ -16,6 +16,7 @@ import pytest
 from tests.kernels import source
 from tilec import client
 from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.backends.cuda import wgmma
 from tilec.compiler.backends.cuda.layouts import WgmmaSpec
 from tilec.compiler.backends.cuda.wgmma import a_fragment_layout
 from tilec.compiler.pipeline import compile_kernel
@@ -132,3 +133,15 @@ def test_cpu_target_against_numpy(n_ctx: int, causal: bool) -> None:
                                       BLOCK_N=bn, STAGE=3 if causal else 1, MASK_N=n_ctx % bn != 0)  # fmt: skip
     want = reference(q, k, v, scale, causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-3, rtol=1e-2)
+
+
+def test_switches_give_the_earlier_staged_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With both switches off (bench/attention.py's "staged" rung), P and Q go through shared memory every
+    iteration again: no register-A wgmma, stores and four barriers in the loop."""
+    monkeypatch.setattr(wgmma, "A_FROM_REGISTERS", False)
+    monkeypatch.setattr(wgmma, "STAGE_INVARIANTS_ONCE", False)
+    art = compile_attention(64, 128, 64, 8, 3, False, 4096)
+    text = art.ptx
+    assert [g[1] for g in re.findall(WGMMA, text)] == [""] * 8
+    body = text[text.index("cp.async.wait_group", text.index("$L__BB0_2:")) : text.rindex("wgmma.wait_group")]
+    assert "st.shared" in body and body.count("bar.sync") == 4

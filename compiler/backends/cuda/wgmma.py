@@ -21,6 +21,8 @@ from .layouts import Layout, WgmmaSpec, log2, wgmma_layout
 from .swizzle import SwizzledTile, align, swizzle_width
 
 I64 = ir.IntType(64)
+A_FROM_REGISTERS = True  # A already in its fragment layout feeds wgmma from registers (off: staged, as before)
+STAGE_INVARIANTS_ONCE = True  # loop-invariant staged operands are stored once before a pipelined loop
 
 
 def _c(x: int) -> ir.Constant:
@@ -50,7 +52,7 @@ class WgmmaLowering:
         lay = self.layout_of(op.result)
         tiles = [self._ring_tile(op, i) or self._hoisted.get((op, i)) for i in (0, 1)]
         a_frag = a_fragment_layout(op, spec, self.num_warps) if tiles[0] is None else None
-        if a_frag is not None and self.layout_of(op.operands[0]) != a_frag:
+        if a_frag is not None and (not A_FROM_REGISTERS or self.layout_of(op.operands[0]) != a_frag):
             a_frag = None  # A is not already in the fragment: staged (a conversion would cost as much)
         staged = [i for i in (0, 1) if tiles[i] is None and not (i == 0 and a_frag is not None)]
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
@@ -117,6 +119,8 @@ class WgmmaLowering:
         """(dot, index, tile) of every operand of a wgmma dot at the top of `loop`'s body that would be
         staged from registers and is defined outside the loop (flash attention's Q): such a tile is
         stored once, before the loop, rather than every iteration."""
+        if not STAGE_INVARIANTS_ONCE:
+            return []
         body = loop.regions[0].block
         inside = {r for o in loop.walk() if o is not loop for r in o.results} | set(body.args)
         out = []
@@ -129,7 +133,7 @@ class WgmmaLowering:
                 if v in inside or self.pipes.operand(dot, i) is not None:
                     continue
                 frag = a_fragment_layout(dot, spec, self.num_warps) if i == 0 else None
-                if frag is not None and self.layout_of(v) == frag:
+                if frag is not None and A_FROM_REGISTERS and self.layout_of(v) == frag:
                     continue  # read from registers
                 shape, eb = v.type.shape, elem_type(v.type).bits // 8
                 out.append((dot, i, SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))))
