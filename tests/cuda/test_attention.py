@@ -19,6 +19,8 @@ from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.backends.cuda import wgmma
 from tilec.compiler.backends.cuda.layouts import WgmmaSpec
 from tilec.compiler.backends.cuda.wgmma import a_fragment_layout
+from tilec.compiler.frontend import build_ir
+from tilec.compiler.interp import run_kernel
 from tilec.compiler.pipeline import compile_kernel
 
 STRIDES = [f"stride_{t}{d}" for t, row in zip("qkvo", "mnnm", strict=True) for d in ("z", "h", row, "k")]
@@ -145,3 +147,22 @@ def test_switches_give_the_earlier_staged_path(monkeypatch: pytest.MonkeyPatch) 
     assert [g[1] for g in re.findall(WGMMA, text)] == [""] * 8
     body = text[text.index("cp.async.wait_group", text.index("$L__BB0_2:")) : text.rindex("wgmma.wait_group")]
     assert "st.shared" in body and body.count("bar.sync") == 4
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_interpreter_against_numpy(causal: bool) -> None:
+    """The reference interpreter runs the same source (the IR the client builds for the cpu launch above)."""
+    n_ctx, d = 100, 64
+    rng = np.random.default_rng(7 + causal)
+    q, k, v = (rng.standard_normal((1, 2, n_ctx, d)).astype(np.float16) for _ in range(3))
+    out = np.full_like(q, np.nan)
+    kern = client.jit(source("attention"), "attn_fwd")
+    args = (q, k, v, out, d**-0.5, *[s // 2 for a in (q, k, v, out) for s in a.strides], 2, n_ctx)
+    consts = {"HEAD_DIM": d, "BLOCK_M": 64, "BLOCK_N": 32, "STAGE": 3 if causal else 1, "MASK_N": True}
+    full = kern.complete(kern.bind(args, consts)[0])
+    specs, constexprs = kern.specialisation(full)
+    module = build_ir(kern.ks, {n: s.type for n, s in specs.items()}, constexprs)
+    run_kernel(module, kern.name, [full[p.name] for p in kern.params if not p.constexpr], (2, 2, 1))
+    np.testing.assert_allclose(
+        out.astype(np.float64), reference(q, k, v, d**-0.5, causal), atol=2e-3, rtol=1e-2
+    )
