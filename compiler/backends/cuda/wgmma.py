@@ -142,12 +142,13 @@ class WgmmaLowering:
     def stage_invariants(self, found: list, at: int) -> int:
         """Store the tiles `invariant_operands` found from byte `at` of shared memory (1024-aligned,
         below scratch); they are read through self._hoisted. Returns the bytes they take."""
-        saved, self.smem_base = self.smem_base, 0
+        vals = [self.get(dot.operands[i]) for dot, i, _ in found]  # in registers already (their own layout)
+        saved, self.smem_base = self.smem_base, 0  # `at` is an absolute offset
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         off = at
-        for dot, i, tile in found:
+        for (dot, i, tile), regs in zip(found, vals, strict=True):
             v = dot.operands[i]
-            self._stage_swizzled(v, self.get(v), self.layout_of(v), tile, off)
+            self._stage_swizzled(v, regs, self.layout_of(v), tile, off)
             self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1)
             off = align(off + tile.nbytes)
         self.smem_base = saved
