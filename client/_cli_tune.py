@@ -51,10 +51,15 @@ class TuneReport:
 
 def tune_cmd(
     file: Annotated[Path, typer.Argument(help="a Triton-language .py file (read, never executed)")],
-    signature: Annotated[str, typer.Option(help="'a_ptr=*fp16,M=i32,...': types of the runtime params")],
     launch: Annotated[
         Path, typer.Option(help="the launch description: a TOML file (tensors, scalars, grid)")
     ],
+    signature: Annotated[
+        str | None,
+        typer.Option(
+            help="'a_ptr=*fp16,M=i32,...': types of the runtime params (an Inductor module's decorator gives them)"
+        ),
+    ] = None,
     kernel: Annotated[
         str | None, typer.Option("--kernel", "-k", help="kernel name (default: the only one)")
     ] = None,
@@ -140,7 +145,11 @@ def _setup(file: Path, kernel, signature, launch, target, strategy, budget, cons
         raise BadInput(f"--target: {exc}") from None
     source = _read(file)
     ks = read_kernel(source, kernel, filename=str(file))
-    sig = parse_pairs(signature, "--signature")
+    sig = {**ks.default_signature, **(parse_pairs(signature, "--signature") if signature else {})}
+    if not sig:
+        raise BadInput(
+            "--signature is needed: 'a_ptr=*fp16,M=i32,...' (only an Inductor module's decorator gives one)"
+        )
     consts: dict[str, Any] = {}
     for c in constexpr:
         consts.update({k: _value(v) for k, v in parse_pairs(c, "--constexpr").items()})

@@ -263,7 +263,7 @@ async def save_kernel(
         "source": text if kind == "source" else None,
         "ir": info.get("ir"),
         "input_sha256": input_sha,
-        "info": {k: info.get(k) for k in ("params", "autotune", "heuristics") if info.get(k) is not None},
+        "info": {k: info.get(k) for k in ("params", "autotune", "heuristics", "inductor") if info.get(k) is not None},
         "submitted_by": token_id,
     }
 

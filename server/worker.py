@@ -51,6 +51,8 @@ def _describe_source(ks: KernelSource) -> dict:
         "autotune": info.get("autotune"),
         "heuristics": info.get("heuristics") or {},
         "ir": None,
+        # an Inductor module's decorator data (its signature types a tune job's arguments)
+        **({"inductor": info["inductor"]} if info.get("inductor") else {}),
     }
 
 

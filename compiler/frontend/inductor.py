@@ -247,7 +247,8 @@ class InductorSpec:
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "size_hints": dict(self.size_hints), "reduction_hint": self.reduction_hint,
-                "grid_type": self.grid_type, "extra_launcher_args": self.extra_launcher_args}  # fmt: skip
+                "grid_type": self.grid_type, "extra_launcher_args": self.extra_launcher_args,
+                "signature": dict(self.signature)}  # fmt: skip
 
 
 # ---- decorators as data ------------------------------------------------------------------------

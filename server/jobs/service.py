@@ -111,11 +111,13 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         raise E.ApiError(422, E.BAD_LAUNCH, f"launch.{where}: {first.get('msg')}") from None
     kernel = await _kernel(state, body, token_id)
     info = kernel.info or {}
+    # an Inductor module's decorator types its runtime arguments: the request need not (names it overrides)
+    signature = {**((info.get("inductor") or {}).get("signature") or {}), **body.signature}
     params = info.get("params") or []
     runtime = [p["name"] for p in params if not p.get("constexpr") and p["name"] not in body.constexprs]
     s = state.settings
     try:
-        resolved = resolve(launch, body.signature, runtime,
+        resolved = resolve(launch, signature, runtime,
                            LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes))  # fmt: skip
     except LaunchError as exc:
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
@@ -123,10 +125,10 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     _check_grid(resolved, configs)
     names = [n for n in (info.get("autotune") or {}).get("key") or [] if n in resolved.params]
     key = key_string(names, resolved.key_values(names))
-    dtypes = dtypes_string(body.signature, runtime)
+    dtypes = dtypes_string(signature, runtime)
     tkey = crud.tuning_key(kernel_key=kernel.key, key=key, dtypes=dtypes, target=body.target)
     request = {
-        "name": kernel.name, "signature": body.signature, "constexprs": body.constexprs,
+        "name": kernel.name, "signature": signature, "constexprs": body.constexprs,
         "launch": launch.model_dump(mode="json"), "configs": configs, "budget": body.budget, "seed": body.seed, "cuda_graph": body.cuda_graph,
         "budgets": state.budgets(),
     }  # fmt: skip

@@ -217,3 +217,32 @@ async def test_async_client_tune_jobs(tmp_path: Path, files: Callable[..., tuple
                 await c.tune_job(job.id + 1000)
     finally:
         app.state.tilec.close()
+
+
+INDUCTOR_LAUNCH = """
+grid = ["cdiv(xnumel, XBLOCK)"]
+[args]
+in_ptr0 = "randn(xnumel)"
+in_ptr1 = "randn(xnumel)"
+out_ptr0 = "empty(xnumel)"
+xnumel = 4773
+"""
+
+
+def test_an_inductor_module_tunes_with_no_signature(files: Callable[..., tuple[Path, Path]]) -> None:
+    """The decorator's triton_meta types the arguments and its size hints give the configs (XBLOCK)."""
+    corpus = Path(__file__).resolve().parents[1] / "inductor" / "corpus" / "kernels"
+    source = (corpus / "add_relu.triton_poi_fused_add_relu_0.py").read_text()
+    kernel, launch = files(source, INDUCTOR_LAUNCH)
+    args = ["tune", str(kernel), "--launch", str(launch), "--json", "--strategy", "exhaustive"]
+    r = runner.invoke(app, args, env={"TILEC_URL": None, "TILEC_TOKEN": None})
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["job"]["dtypes"] == "in_ptr0:*fp32,in_ptr1:*fp32,out_ptr0:*fp32,xnumel:i32"
+    assert len(out["trials"]) >= 2 and all("XBLOCK" in t["config"]["kwargs"] for t in out["trials"])
+    assert out["best"] is not None
+
+    plain, _ = files()
+    r = runner.invoke(app, ["tune", str(plain), "--launch", str(launch)], env={"TILEC_URL": None})
+    assert r.exit_code == 2 and "--signature is needed" in r.output + r.stderr
+    no_traceback(r)
