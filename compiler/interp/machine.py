@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..ir import fp8
 from ..ir.core import Block, Function, Module, Operation, Param, Value
 from ..ir.ops import TERMINATORS
 from ..ir.types import PointerType, ScalarType, TileType, bf16, elem_type, shape_of
@@ -136,6 +137,8 @@ def _fit(op: Operation, value, t) -> np.ndarray:
         raise AssertionError(f"interpreter bug: '{op.name}' gave {a.dtype}{list(a.shape)} for {t}")
     if e == bf16:
         a = nx.round_bf16(a)
+    elif isinstance(e, ScalarType) and e.is_fp8:
+        a = fp8.round_to(a, e.name, keep_inf=True)
     return a
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ir import fp8
 from ..ir.types import ScalarType
 from .errors import AccessError
 from .numerics import bf16_to_bits, bits_to_bf16, storage_dtype, value_dtype
@@ -151,6 +152,8 @@ def occurrence_rank(addrs: np.ndarray) -> np.ndarray:
 def from_storage(raw: np.ndarray, elem: ScalarType) -> np.ndarray:
     if elem.name == "bf16":
         return bits_to_bf16(raw)
+    if elem.is_fp8:
+        return fp8.from_bits(raw, elem.name)
     if elem.is_bool:
         return raw != 0
     return raw
@@ -159,6 +162,8 @@ def from_storage(raw: np.ndarray, elem: ScalarType) -> np.ndarray:
 def to_storage(values: np.ndarray, elem: ScalarType) -> np.ndarray:
     if elem.name == "bf16":
         return bf16_to_bits(values)
+    if elem.is_fp8:
+        return fp8.to_bits(values, elem.name)
     if elem.is_bool:
         return values.astype(np.uint8)
     return values

@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..ir import fp8
 from ..ir.types import PointerType, ScalarType
 
 Array = np.ndarray
@@ -30,7 +31,7 @@ def storage_dtype(elem: ScalarType) -> np.dtype:
     """The NumPy dtype of `elem` in memory: bf16 as its uint16 bits, i1 as a byte."""
     if elem.name == "bf16":
         return U16
-    if elem.name == "i1":
+    if elem.name == "i1" or elem.is_fp8:
         return np.dtype("uint8")
     return elem.np_dtype
 
@@ -69,10 +70,12 @@ def f64_to_f32_odd(x: Array) -> Array:
 
 
 def to_float(x: Array, name: str) -> Array:
-    """float64 values rounded once to the float type `name` (f16, bf16, f32, f64)."""
+    """float64 values rounded once to the float type `name` (f16, bf16, f32, f64, fp8)."""
     x = np.asarray(x, F64)
     if name == "f64":
         return x
+    if name in fp8.FORMATS:
+        return fp8.round_to(x, name)
     if name == "bf16":
         return round_bf16(f64_to_f32_odd(x))
     return x.astype(np.float16 if name == "f16" else F32)
@@ -162,7 +165,9 @@ def int_to_float(x: Array, name: str) -> Array:
     if name == "f64":
         return x.astype(F64)
     if name == "f16":
-        return x.astype(F64).astype(np.float16)  # |x| < 2^53 is exact in f64; larger is inf in f16 anyway
+        return x.astype(F64).astype(np.float16)
+    if name in fp8.FORMATS:
+        return fp8.round_to(x.astype(F64), name)  # |x| < 2^53 is exact in f64; larger saturates anyway  # |x| < 2^53 is exact in f64; larger is inf in f16 anyway
     flat = x.reshape(-1)
     out = to_float(flat.astype(F64), "bf16")
     if x.dtype.itemsize == 8:  # above 2^53 the float64 step could round: redo those exactly
@@ -197,6 +202,8 @@ def cast(x: Array, src: ScalarType | PointerType, dst: ScalarType | PointerType)
 
 
 def _float_to_float(x: Array, src: ScalarType, dst: ScalarType) -> Array:
+    if dst.is_fp8:
+        return fp8.round_to(x, dst.name)  # from f64 directly: one rounding
     if dst.name == "bf16":
         return to_float(x.astype(F64), "bf16") if src.name == "f64" else round_bf16(x.astype(F32))
     return x.astype(dst.np_dtype)
@@ -208,6 +215,8 @@ def to_bits(x: Array, elem: ScalarType | PointerType) -> Array:
         return _view(x, U64)
     if elem.name == "bf16":
         return bf16_to_bits(x)
+    if elem.is_fp8:
+        return fp8.to_bits(x, elem.name)
     if elem.is_bool:
         return x.astype(np.uint8)
     return _view(x, np.dtype(f"uint{elem.bits}"))
@@ -218,6 +227,8 @@ def from_bits(bits: Array, elem: ScalarType | PointerType) -> Array:
         return _view(bits, I64)
     if elem.name == "bf16":
         return bits_to_bf16(bits)
+    if elem.is_fp8:
+        return fp8.from_bits(bits, elem.name)
     if elem.is_bool:
         return bits != 0
     return _view(bits, elem.np_dtype)

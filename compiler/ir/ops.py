@@ -41,6 +41,7 @@ from .types import (
     i1,
     i32,
     is_float,
+    is_fp8,
     is_int,
     is_ptr,
     make_type,
@@ -287,6 +288,8 @@ def _dot(op: Operation) -> None:
         fail(op, f"accumulator and result must be [{m}, {n}] of the same type")
     if a.type.elem != b.type.elem:
         fail(op, f"operands must share a dtype, got {a.type.elem} and {b.type.elem}")
+    if is_fp8(acc.type):
+        fail(op, f"the accumulator cannot be fp8, got {acc.type}")
     if op.attrs.get("input_precision", "ieee") not in ("ieee", "tf32", "tf32x3"):
         fail(op, f"unknown input precision {op.attrs['input_precision']!r}")
 

@@ -23,7 +23,10 @@ _SCALARS = {
     "bf16": (16, "float"),
     "f32": (32, "float"),
     "f64": (64, "float"),
+    "f8e4nv": (8, "float"),  # e4m3fn (Triton's fp8e4nv); see compiler/ir/fp8.py
+    "f8e5": (8, "float"),  # e5m2 (Triton's fp8e5)
 }
+FP8_NAMES = ("f8e4nv", "f8e5")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,11 @@ class ScalarType:
     @property
     def is_float(self) -> bool:
         return _SCALARS[self.name][1] == "float"
+
+    @property
+    def is_fp8(self) -> bool:
+        """fp8 values are storage only: loaded, stored, moved, converted and fed to dot, never computed on."""
+        return self.name in FP8_NAMES
 
     @property
     def is_int(self) -> bool:
@@ -114,7 +122,7 @@ class TileType:
 
 Type = ScalarType | PointerType | TileType
 
-# bf16 is held in float32 by NumPy-side code; its rounding is applied on store/cast.
+# bf16 and fp8 are held in float32 by NumPy-side code; their rounding is applied on store/cast.
 _NP = {
     "i1": "bool",
     "i8": "int8",
@@ -129,6 +137,8 @@ _NP = {
     "bf16": "float32",
     "f32": "float32",
     "f64": "float64",
+    "f8e4nv": "float32",
+    "f8e5": "float32",
 }
 
 i1, i8, i16, i32, i64 = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64"))
@@ -165,6 +175,11 @@ def is_float(t: Type) -> bool:
 def is_int(t: Type) -> bool:
     e = elem_type(t)
     return isinstance(e, ScalarType) and e.is_int
+
+
+def is_fp8(t: Type) -> bool:
+    e = elem_type(t)
+    return isinstance(e, ScalarType) and e.is_fp8
 
 
 def parse_scalar(name: str) -> ScalarType | None:

@@ -5,6 +5,13 @@ from __future__ import annotations
 from ..errors import VerifyError
 from .core import Block, Function, Module, Operation, Value, error_location
 from .ops import OPS, TERMINATORS, check_combiner_op, fail, verify_op_shape
+from .types import is_fp8
+
+# fp8 is a storage type (as in Triton, no op computes in it): these are the ops that may touch it.
+FP8_OPS = frozenset((
+    "constant", "splat", "select", "cast", "bitcast", "broadcast", "expand_dims", "reshape", "trans",
+    "load", "store", "dot", "for", "if", "while", "yield", "condition", "call", "return",
+))  # fmt: skip
 
 
 def verify_module(m: Module) -> None:
@@ -31,6 +38,8 @@ def _verify_block(b: Block, defined: set[Value], f: Function, funcs: dict[str, F
 
 def _verify_op(op: Operation, defined: set[Value], f: Function, funcs: dict[str, Function]) -> None:
     verify_op_shape(op)
+    if op.name not in FP8_OPS and any(is_fp8(v.type) for v in (*op.operands, *op.results)):
+        fail(op, "does not take fp8 values (fp8 is storage only: cast to f16/bf16/f32 first)")
     for v in op.operands:
         if v not in defined:
             fail(op, "uses a value that is not defined before it (or not in scope)")

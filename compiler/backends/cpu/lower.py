@@ -16,6 +16,7 @@ from ...errors import CompileError
 from ...ir.core import Block, Function, Operation, Value, error_location, uses_in
 from ...ir.ops import ELEMENTWISE_BINARY, MATH_UNARY, TERMINATORS
 from ...ir.types import PointerType, TileType, Type, elem_type
+from ..llvm import fp8
 from ..llvm.loops import counted_loop, entry_alloca, load_elem
 from ..llvm.tables import BINARY, CMP, UNARY, cast, fma
 from ..llvm.types import (
@@ -27,6 +28,7 @@ from ..llvm.types import (
     bf16_to_bits,
     bits_to_bf16,
     const_of,
+    fp8_name,
     intrinsic,
     is_bf16,
     kind_of,
@@ -237,6 +239,12 @@ def _constant(lw: FunctionLowering, op: Operation) -> list:
 def _cast(lw: FunctionLowering, op: Operation) -> list:
     src_t, dst_t = op.operands[0].type, op.results[0].type
     x = lw.get(op.operands[0])
+    fmt = fp8_name(dst_t)
+    if fmt is not None and fmt != fp8_name(src_t):
+        if kind_of(src_t) == "float":
+            x = fp8.to_f32(lw.b, x)  # from f64 by round-to-odd: one rounding in all
+        out = cast(lw.b, x, kind_of(src_t), "float", lw.reg_type(dst_t))
+        return [fp8.round_f32(lw.b, out, fmt)]
     out = cast(lw.b, x, kind_of(src_t), kind_of(dst_t), lw.reg_type(dst_t))
     if is_bf16(dst_t) and not is_bf16(src_t):
         out = round_bf16(lw.b, out)
@@ -248,6 +256,10 @@ def _bitcast(lw: FunctionLowering, op: Operation) -> list:
     x, b = lw.get(op.operands[0]), lw.b
     if is_bf16(src_t):
         x = bf16_to_bits(b, x)
+    if fp8_name(src_t):
+        x = fp8.f32_to_bits(b, x, fp8_name(src_t))
+    if fp8_name(dst_t):
+        return [fp8.bits_to_f32(b, b.bitcast(x, like(x.type, I8)), fp8_name(dst_t))]
     if is_bf16(dst_t):
         return [bits_to_bf16(b, b.bitcast(x, like(x.type, I16)))]
     want = lw.reg_type(dst_t)

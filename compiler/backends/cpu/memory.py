@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ...ir.core import Operation
 from ...ir.types import PointerType, ScalarType, TileType, elem_type
+from ..llvm import fp8
 from ..llvm.loops import counted_loop, entry_alloca
 from ..llvm.tables import BINARY
 from ..llvm.types import (
@@ -60,6 +61,8 @@ def to_mem(b: ir.IRBuilder, e: ScalarType, v: ir.Value) -> ir.Value:
     """Register value -> in-memory representation (bf16 bits, i1 as a byte)."""
     if e.name == "bf16":
         return bf16_to_bits(b, v)
+    if e.is_fp8:
+        return fp8.f32_to_bits(b, v, e.name)
     if e.name == "i1":
         return b.zext(v, like(v.type, I8))
     return v
@@ -68,6 +71,8 @@ def to_mem(b: ir.IRBuilder, e: ScalarType, v: ir.Value) -> ir.Value:
 def from_mem(b: ir.IRBuilder, e: ScalarType, v: ir.Value) -> ir.Value:
     if e.name == "bf16":
         return bits_to_bf16(b, v)
+    if e.is_fp8:
+        return fp8.bits_to_f32(b, v, e.name)
     if e.name == "i1":
         return b.icmp_unsigned("!=", v, splat_const(v.type, 0))
     return v

@@ -19,6 +19,7 @@ _SCALAR_LL = {
     "i1": I1, "i8": I8, "i16": I16, "i32": I32, "i64": I64,
     "u8": I8, "u16": I16, "u32": I32, "u64": I64,
     "f16": F16, "bf16": F32, "f32": F32, "f64": F64,
+    "f8e4nv": F32, "f8e5": F32,  # fp8 values live in f32 registers, as bytes in memory
 }  # fmt: skip
 
 
@@ -38,6 +39,12 @@ def is_bf16(t: Type) -> bool:
     return elem_type(t) == bf16
 
 
+def fp8_name(t: Type) -> str | None:
+    """The fp8 format of a type's elements, or None."""
+    e = elem_type(t)
+    return e.name if isinstance(e, ScalarType) and e.is_fp8 else None
+
+
 def scalar_ll(e: ScalarType | PointerType) -> ir.Type:
     """The register type of one element."""
     if isinstance(e, PointerType):
@@ -49,7 +56,7 @@ def mem_ll(e: ScalarType) -> ir.Type:
     """The in-memory type of one element: bf16 is its 16 bits, i1 is a byte."""
     if e.name == "bf16":
         return I16
-    if e.name == "i1":
+    if e.name == "i1" or e.is_fp8:
         return I8
     return _SCALAR_LL[e.name]
 
@@ -80,6 +87,10 @@ def const_of(t: Type, value, llty: ir.Type | None = None) -> ir.Constant:
         value = float(value)
         if e.name == "bf16":
             value = round_bf16_py(value)
+        elif e.is_fp8:
+            from ...ir.fp8 import round_to  # NumPy on first use, as round_bf16_py
+
+            value = float(round_to(value, e.name, keep_inf=True))
     elif isinstance(e, ScalarType):
         value = _wrap_int(int(value), e)
     return splat_const(llty or ll_type(t), value)
