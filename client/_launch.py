@@ -19,7 +19,8 @@ _NP_TO_TRITON = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "fp16", "float32": "fp32", "float64": "fp64",
 }  # fmt: skip
-_TRITON_TO_IR = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}
+_TRITON_TO_IR = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64", "fp8e4nv": "f8e4nv", "fp8e5": "f8e5"}  # fmt: skip
+_FP8_ARRAYS = {"float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}  # ml_dtypes' dtypes, one byte each
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def array_type(name: str, value: np.ndarray | BF16Array) -> str:
     arr = value.bits if isinstance(value, BF16Array) else value
     if isinstance(value, BF16Array):
         return "*bf16"
-    t = _NP_TO_TRITON.get(arr.dtype.name)
+    t = _NP_TO_TRITON.get(arr.dtype.name) or _FP8_ARRAYS.get(arr.dtype.name)
     if t is None:
         raise ArgumentError(f"argument '{name}': unsupported array dtype {arr.dtype}")
     return "*" + t

@@ -33,7 +33,8 @@ TENSOR_METHODS = {
        if name in LIB},
 }
 DTYPE_ATTRS = ("element_ty", "primitive_bitwidth", "name", "is_ptr", "is_floating", "is_int", "is_int_signed",
-               "is_int_unsigned", "is_bool", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "scalar", "is_block")
+               "is_int_unsigned", "is_bool", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "is_fp8", "is_fp8e4nv", "is_fp8e5", "scalar",
+               "is_block")
 BLOCK_TYPE_ATTRS = ("element_ty", "scalar", "shape", "is_block", "is_ptr")
 
 

@@ -200,6 +200,9 @@ class Semantic:
             if isinstance(tensor.elem, PointerType):
                 raise self.error(f"cannot combine {describe(tensor)} with {describe(weak)}")
             t = promote_weak(tensor.elem, weak)
+        if isinstance(t, ScalarType) and t.is_fp8:
+            raise self.error(f"fp8 arithmetic is not supported ({describe(a)} with {describe(b)}): "
+                             f"convert with .to(tl.float16) or .to(tl.float32) first")  # fmt: skip
         ta, tb = self.to_tensor(a, t), self.to_tensor(b, t)
         ta, tb = self.broadcast_all(ta, tb)
         return ta, tb

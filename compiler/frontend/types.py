@@ -23,12 +23,15 @@ TL_DTYPES = {
     "bfloat16": "bf16",
     "float32": "f32",
     "float64": "f64",
+    "float8e4nv": "f8e4nv",
+    "float8e5": "f8e5",
 }
 TL_DTYPE_ALIASES = {"bool": "int1", "half": "float16", "float": "float32", "double": "float64"}
 
 # Triton's short spellings used in signatures: 'fp32', 'i32', 'u8', 'bf16', 'i1'
-_SHORT = {"fp16": "f16", "fp32": "f32", "fp64": "f64", "bf16": "bf16", "f16": "f16", "f32": "f32", "f64": "f64"}
-_TRITON_NAME = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16"}
+_SHORT = {"fp16": "f16", "fp32": "f32", "fp64": "f64", "bf16": "bf16", "f16": "f16", "f32": "f32", "f64": "f64",
+          "fp8e4nv": "f8e4nv", "fp8e5": "f8e5"}  # fmt: skip
+_TRITON_NAME = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16", "f8e4nv": "fp8e4nv", "f8e5": "fp8e5"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,15 @@ class DType:
 
     def is_fp64(self) -> bool:
         return self._is("f64")
+
+    def is_fp8(self) -> bool:
+        return isinstance(self.ir, ScalarType) and self.ir.is_fp8
+
+    def is_fp8e4nv(self) -> bool:
+        return self._is("f8e4nv")
+
+    def is_fp8e5(self) -> bool:
+        return self._is("f8e5")
 
     @property
     def scalar(self) -> DType:
@@ -182,6 +194,13 @@ def promote(a: ScalarType, b: ScalarType, *, div_or_mod: bool = False) -> Scalar
         return f64
     if f32 in (a, b):
         return f32
+    if a.is_float and b.is_float and (a.is_fp8 or b.is_fp8):
+        # Triton: fp8 with f16 is f16, with bf16 f32, two different fp8 meet in f16 (one fp8 type stays fp8,
+        # which the caller refuses: fp8 is not computed on)
+        other = b if a.is_fp8 else a
+        if not other.is_fp8:
+            return f32 if other == bf16 else other
+        return a if a == b else f16
     if a.is_float and b.is_float:
         return a if a == b else f32  # f16 with bf16 meets in f32
     if a.is_float or b.is_float:
