@@ -227,6 +227,10 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
             v = op.attrs["value"]
             if e.name == "bf16":
                 v = float(self._bf16_round(float(v)))
+            elif e.is_fp8:
+                from ...ir.fp8 import round_to  # NumPy on first use, as _bf16_round
+
+                v = float(round_to(v, e.name, keep_inf=True))
             return [ops.const(e, v)] * n
         if name == "splat":
             return [self.scalar(op.operands[0])] * n

@@ -13,6 +13,7 @@ import llvmlite.ir as ir
 
 from ...errors import CompileError
 from ...ir.types import PointerType, ScalarType
+from ..llvm import fp8
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -29,7 +30,7 @@ def reg_type(t) -> ir.Type:
     n = t.name
     if n in ("f16",):
         return F16
-    if n in ("f32", "bf16"):
+    if n in ("f32", "bf16") or t.is_fp8:
         return F32
     if n == "f64":
         return F64
@@ -40,7 +41,7 @@ def mem_type(t) -> ir.Type:
     """The LLVM type of one element in memory (i1 is a byte, bf16 its 16 bits)."""
     if isinstance(t, PointerType):
         return GPTR
-    if t.name == "i1":
+    if t.name == "i1" or t.is_fp8:
         return I8
     if t.name == "bf16":
         return I16
@@ -52,6 +53,8 @@ def to_mem(b: ir.IRBuilder, t: ScalarType, v):
         return b.zext(v, I8)
     if t.name == "bf16":
         return f32_to_bf16_bits(b, v)
+    if t.is_fp8:
+        return fp8.f32_to_bits(b, v, t.name)
     return v
 
 
@@ -60,6 +63,8 @@ def from_mem(b: ir.IRBuilder, t: ScalarType, v):
         return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
     if t.name == "bf16":
         return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+    if t.is_fp8:
+        return fp8.bits_to_f32(b, v, t.name)
     return v
 
 
@@ -253,6 +258,9 @@ def cast(b: ir.IRBuilder, src, dst, x):  # noqa: C901 - one case per kind pair
     if src == dst:
         return x
     st, dt = reg_type(src), reg_type(dst)
+    if dst.is_fp8:  # one rounding: f64 goes to f32 by round-to-odd first
+        x32 = fp8.to_f32(b, x) if src.is_float else b.sitofp(x, F32) if src.is_signed else b.uitofp(x, F32)
+        return fp8.round_f32(b, x32, dst.name)
     if dst.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", x, ir.Constant(st, 0.0))
@@ -292,6 +300,9 @@ def _fp_to_int(b: ir.IRBuilder, x, dst: ScalarType):
 
 
 def bitcast(b: ir.IRBuilder, src, dst, x):
+    if src.is_fp8 or dst.is_fp8:
+        bits = fp8.f32_to_bits(b, x, src.name) if src.is_fp8 else x
+        return fp8.bits_to_f32(b, bits, dst.name) if dst.is_fp8 else bits
     if src.name == "bf16" or dst.name == "bf16":
         bits = to_mem(b, src, x) if src.name == "bf16" else b.bitcast(x, I16) if reg_type(src) == F16 else x
         return from_mem(b, dst, bits) if dst.name == "bf16" else b.bitcast(bits, reg_type(dst))
