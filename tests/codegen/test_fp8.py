@@ -111,3 +111,26 @@ def test_down_conversion_rounds_to_nearest_even_and_saturates(fmt: str, src: str
         bad = ~(both_nan | ((values == w) & (np.signbit(values) == np.signbit(w))))
         assert not bad.any(), (x[bad][:8], values[bad][:8], w[bad][:8])
         assert (got[np.isnan(w)] == 0x7F).all()  # the canonical NaN
+
+
+def test_constant_casts_are_not_folded_past_fp8_rounding() -> None:
+    """An f32 constant cast to fp8 goes through the pipeline's folding: it must still saturate (inf -> max)."""
+    text = """module {
+  kernel @k(%o: ptr<f8e5>, %p: ptr<f8e4nv>) {
+    %0 = constant {value = inf} : f32
+    %1 = cast %0 : f8e5
+    store %o, %1
+    %2 = constant {value = 0.3} : f32
+    %3 = cast %2 : f8e4nv
+    store %p, %3
+    return
+  }
+}
+"""
+    ref, cpu = _run(text, [np.zeros(1, np.uint8), np.zeros(1, np.uint8)], 1)
+    want = [
+        np.float32(57344.0).astype(ml_dtypes.float8_e5m2),
+        np.float32(0.3).astype(ml_dtypes.float8_e4m3fn),
+    ]
+    for got in (ref, cpu):
+        assert [got[0].view(ml_dtypes.float8_e5m2)[0], got[1].view(ml_dtypes.float8_e4m3fn)[0]] == want
