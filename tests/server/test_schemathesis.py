@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -31,6 +32,9 @@ from tilec.server.db import crud
 
 from .conftest import ADD_IR, Uvicorn
 
+# SQLite here; PostgreSQL in test_schemathesis_pg.py, a file of its own so that the two runs (about 100 s
+# each) go to the two test processes of `make test` (pytest-xdist hands out whole files)
+pytestmark = pytest.mark.parametrize("migrated_database", ["sqlite"], indirect=True)
 EXAMPLES = 20  # per operation and generation mode; three times that for a POST (it writes)
 EDGE_INTS = [
     2**31 - 1,
