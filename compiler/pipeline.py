@@ -123,8 +123,8 @@ def _compile_request(request: CompileRequest, kernel: KernelSource | None, after
     for stage_name, stage in stages:
         ir_now = stage(ir_now, meta)
         outputs[stage_name] = ir_now
-        if request.pass_dumps and stage_name == "gpu-tir":
-            meta.setdefault("pass_dumps", []).append({"name": "gpu-tir (stage)", "ir": print_module(ir_now)})
+        if request.pass_dumps and stage_name == "gpu-tir" and meta.get("pass_dumps"):
+            meta["pass_dumps"].append({"name": "gpu-tir (stage)", "ir": print_module(ir_now)})
         if after_stage is not None:
             after_stage(stage_name, meta)
         if stage_name == emit:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from .ir import Module, print_module, verify_module
 from .passes import PassManager, pipeline
 
+MAX_PASS_DUMPS_CHARS = 8 << 20
+
 
 def run_passes(module: Module) -> Module:
     """The machine-independent pipeline ("default")."""
@@ -24,7 +26,8 @@ def tir_stage(module: Module, meta: dict) -> Module:
         dumps = [{"name": "input", "ir": print_module(module)}]
         keep = lambda name, m: dumps.append({"name": name, "ir": print_module(m)})  # noqa: E731
         module = PassManager.from_names(pipeline("default"), after_pass=keep).run(module)
-        meta["pass_dumps"] = dumps
+        # a very long kernel's dumps are not kept (its page recomputes them on demand)
+        meta["pass_dumps"] = dumps if sum(len(d["ir"]) for d in dumps) <= MAX_PASS_DUMPS_CHARS else None
     verify_module(module)
     meta["tir"] = print_module(module)
     return module
