@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.inductor import torch_or_skip
 from tilec.client._launch import launch
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import read_kernel
 from tilec.compiler.frontend.inductor import launch_grid
 from tilec.compiler.pipeline import compile_kernel
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 
 from tests.inductor.make_corpus import extern_calls  # noqa: E402
 from tests.inductor.models import by_name, make_inputs  # noqa: E402

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.inductor import torch_or_skip
+
+torch = torch_or_skip()
 
 import tilec.client.inductor  # noqa: E402
 import tilec.inductor  # noqa: E402
