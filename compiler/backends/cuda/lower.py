@@ -26,6 +26,7 @@ from .shape import ShapeLowering
 from .wgmma import WgmmaLowering
 
 MAX_REGS_PER_THREAD = 4096
+UNIFORM_WARP = True  # the warp index read back through shfl.sync.idx (ptxas keeps it in uniform registers)
 LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous"})
 
 
@@ -38,6 +39,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         self._rings: dict = {}
         self._pending: dict = {}  # wgmma dot -> groups it leaves in flight (pipelined.py sets it per loop)
         self._deferred_issue: dict = {}  # wgmma dot -> the copies its loop issues after the dot's group
+        self._wait_also: dict = {}  # wgmma dot -> (carried arg, layout) of a group its wait also waits for
         self._hoisted: dict = {}  # (wgmma dot, operand) -> its tile staged before its loop (wgmma.py)
         self.sm = sm
         self.num_warps = self.plan.num_warps
@@ -47,6 +49,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         self.smem_bytes = 0
         self.smem_base = 0  # scratch starts here: below it lie the rings of pipelined loops
         self.smem_dirty = False
+        self.smem_epoch = 0  # bumped by every reservation of shared memory (wgmma.py staged_still_there)
         self.arg_kinds: list[str] = []
         self._thread_coords: dict[Layout, list] = {}
 
@@ -69,6 +72,8 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         tid = self._sreg(self.pb, "tid.x")
         self.lane = self.pb.and_(tid, ir.Constant(ops.I32, 31))
         self.warp = self.pb.lshr(tid, ir.Constant(ops.I32, 5))
+        if UNIFORM_WARP:
+            self.warp = self._uniform(self.warp)
         self.tid = tid
         for p, a, la in zip(self.src.params, self.src.args, self.fn.args, strict=False):
             self.scopes[0][(a, None)] = self._param_value(p.type, la)
@@ -99,6 +104,14 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         if t.bits < 32:
             return self.b.trunc(v, ops.reg_type(t))
         return v
+
+    def _uniform(self, v):
+        """`v` (i32, the same in every lane of a warp) read back from lane 0 by shfl.sync.idx: ptxas then
+        knows it is warp-uniform and keeps what is computed from it (the warp index: wgmma descriptors,
+        per-warp shared offsets) in uniform registers instead of one register per thread."""
+        fn = ops.intrinsic(self.module, "llvm.nvvm.shfl.sync.idx.i32", ops.I32, [ops.I32] * 4)
+        c = lambda x: ir.Constant(ops.I32, x)  # noqa: E731
+        return self.pb.call(fn, [c(-1), v, c(0), c(31)])
 
     def _sreg(self, b: ir.IRBuilder, name: str):
         fn = ops.intrinsic(self.module, f"llvm.nvvm.read.ptx.sreg.{name}", ops.I32, [])
