@@ -172,4 +172,9 @@ def launch(target: str, art: Artifact, args: list[Any], grid: tuple[int, int, in
     runtime = RUNTIMES.get(kind)
     if runtime is None:
         raise TargetError(f"no runtime for target {target!r}")
-    runtime(art, _tensordesc.expand_args(args), grid)
+    flat = _tensordesc.expand_args(args)
+    if art.metadata.get("tma"):  # the tensor maps of the boxes the kernel loads with TMA, after the rest
+        from ._tma import tensor_maps
+
+        flat += tensor_maps(args, art.metadata["tma"])
+    runtime(art, flat, grid)

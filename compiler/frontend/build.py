@@ -228,7 +228,7 @@ def build_ir(ks: KernelSource, signature: dict[str, str], constexprs: dict[str, 
         values = {p.name: Tensor(a) for p, a in zip(params, fn.args, strict=False)}
         scope = {**scope, **values}
         for pname, (dt, names) in descs.items():  # a host descriptor: the aggregate over its parameters
-            scope[pname] = hostdesc.descriptor_value(dt, [scope.pop(n) for n in names])
+            scope[pname] = hostdesc.descriptor_value(dt, [scope.pop(n) for n in names], names[0])
         FunctionGen(ctx, fdef, fn, scope, is_kernel=True).build()
     except CompileError:
         raise

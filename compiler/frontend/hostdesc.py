@@ -102,9 +102,9 @@ def descriptor_params(name: str, dt: DescType, taken: set[str]) -> list[Param]:
     return params
 
 
-def descriptor_value(dt: DescType, args: list[Tensor]) -> TensorDescriptor:
+def descriptor_value(dt: DescType, args: list[Tensor], base_name: str) -> TensorDescriptor:
     """The aggregate the kernel sees, over its IR parameters' values (in descriptor_params' order)."""
     r = dt.rank
     shape = tuple(args[1 : 1 + r])
     strides = (*args[1 + r :], 1)
-    return TensorDescriptor(args[0], shape, strides, dt.block_shape, dt.padding)
+    return TensorDescriptor(args[0], shape, strides, dt.block_shape, dt.padding, base_name)

@@ -160,15 +160,15 @@ def test_rank1_and_rank3() -> None:
 def test_descriptor_matmul_against_numpy(m: int, n: int, k: int) -> None:
     rng = np.random.default_rng(2)
     a = rng.standard_normal((m, k)).astype(np.float16)
-    b = rng.standard_normal((n, k)).astype(np.float16)  # N x K, used as b.T (Triton's tutorial)
+    b = rng.standard_normal((k, n)).astype(np.float16)
     c = np.zeros((m, n), np.float16)
     bm, bn, bk = 32, 32, 32
     kern = client.jit(source("desc_matmul"), "matmul_desc_kernel")
     grid = (-(-m // bm) * -(-n // bn),)
-    kern[grid](TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bn, bk]),
+    kern[grid](TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
                TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                GROUP_SIZE_M=2)  # fmt: skip
-    want = a.astype(np.float32) @ b.astype(np.float32).T
+    want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
@@ -231,7 +231,7 @@ def test_bad_descriptors_are_argument_errors(make, message: str) -> None:
 def test_sm80_ptx_assembles() -> None:
     """On targets without TMA a descriptor is the pointer path: masked global loads and stores, vectorised
     (and A copied by cp.async) when the launch's hints say the shapes and strides divide by 16."""
-    sig = {"a_desc": "tensordesc<fp16[64, 32]>", "b_desc": "tensordesc<fp16[64, 32]>",
+    sig = {"a_desc": "tensordesc<fp16[64, 32]>", "b_desc": "tensordesc<fp16[32, 64]>",
            "c_desc": "tensordesc<fp16[64, 64]>", "M": "i32", "N": "i32", "K": "i32"}  # fmt: skip
     parts = ("base", "shape0", "shape1", "stride0")
     hints = {d: {f"{p}.divisibility": 16 for p in parts} for d in ("a_desc", "b_desc", "c_desc")}

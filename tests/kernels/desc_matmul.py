@@ -6,7 +6,7 @@ import triton.language as tl
 def matmul_desc_kernel(a_desc, b_desc, c_desc, M, N, K,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                        GROUP_SIZE_M: tl.constexpr):
-    """C = A x B with host tensor descriptors (Triton's descriptor tutorials): A is M x K, B is N x K."""
+    """C = A x B with host tensor descriptors, in the style of Triton's descriptor tutorials: A is M x K, B is K x N."""
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -22,7 +22,7 @@ def matmul_desc_kernel(a_desc, b_desc, c_desc, M, N, K,
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         offs_k = k * BLOCK_K
         a = a_desc.load([offs_am, offs_k])
-        b = b_desc.load([offs_bn, offs_k])
-        accumulator = tl.dot(a, b.T, accumulator)
+        b = b_desc.load([offs_k, offs_bn])
+        accumulator = tl.dot(a, b, accumulator)
     c = accumulator.to(c_desc.dtype)
     c_desc.store([offs_am, offs_bn], c)
