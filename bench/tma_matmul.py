@@ -61,7 +61,11 @@ def tilec_fn(variant: str, cfg: tuple, args: list):
                              constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8},
                              hints=hints, options=CompileOptions(target="cuda:sm_90a", num_warps=nw, num_stages=ns),
                              emit="cubin")  # fmt: skip
-        assert bool(art.metadata.get("tma")) == (variant == "tma"), (variant, art.metadata.get("tma"))
+        aligned = args[4] % 16 == 0 and args[5] % 16 == 0  # leading strides (N of B, K of A) x16: TMA can
+        assert bool(art.metadata.get("tma")) == (variant == "tma" and aligned), (
+            variant,
+            art.metadata.get("tma"),
+        )
         _ARTS[key] = art
     m, n = args[3], args[4]
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), 1, 1)
