@@ -98,7 +98,11 @@ class PipelineLowering:
         bld, pb = self.b, self.pb
         smem = pb.ptrtoint(self.smem, ops.I32)
         stage = bld.add(smem, bld.add(bld.mul(slot, _c(pipe.stage_bytes)), _c(ring_base)))
+        self.tma_expect(pipe, slot, valid)
         for pl in pipe.loads:
+            if pl.load in self.tma:  # a host descriptor's box: one TMA copy per swizzle block (tma.py)
+                self.tma_copy(pipe, pl, stage, slot, valid)
+                continue
             if pl.swizzle:
                 self._issue_swizzled(pl, stage, valid)
                 continue
@@ -180,10 +184,12 @@ class PipelineLowering:
         ring_end = ring_base + (align(pipe.ring_bytes) if invariant else pipe.ring_bytes)
         end = ring_end + sum(align(t.nbytes) for _, _, t in invariant)
         reuse = self.staged_still_there(invariant, ring_end)  # before this loop's own reservation
+        bars, end = end, end + self.tma_barrier_bytes(pipe)  # TMA's mbarriers, one per stage (tma.py)
         self.reserve(end - saved_base)
         if self.smem_dirty:
             self.barrier()  # earlier scratch users may still read what the copies (or the staging) overwrite
         self.stage_invariants(invariant, ring_end, reuse)
+        self.tma_init(op, pipe, bars)
         self.smem_base = end
         state = (lb, [self._regs(op.operands[2 + j], lay) for j, lay in zip(pipe.address_args, pipe.address_layouts, strict=True)])
         for s in range(pipe.ahead):
@@ -201,6 +207,7 @@ class PipelineLowering:
         self.scopes.append({})
         self._unflat([iv, *phis], body.args, [None, *lays])
         self.cp_wait(pipe.ahead - 1)
+        self.tma_wait(pipe, slot, iv, lb, step)
         if any(pl.swizzle for pl in pipe.loads):
             self.fence_async_shared()
         self.barrier()
@@ -241,6 +248,7 @@ class PipelineLowering:
             back.extend(zip(ps, regs, strict=True))
         self.close_loop(header, exit_, back)
         self.cp_wait(0)
+        self.tma_done(pipe)
         self.smem_base = saved_base
         self.remember_staged(invariant, ring_end)
         if pipe.pending or (chained is not None and chained[2] is not None):

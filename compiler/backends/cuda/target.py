@@ -21,6 +21,7 @@ from . import nvptx
 from .layouts import is_pow2_shape
 from .passes import GpuDotAccPass, GpuLayoutPass, GpuPipelinePass
 from .plan import MMA
+from .tma import grid_constant_params
 
 SM90A_FOR_DOTS = True  # cuda:sm_90 builds dots on wgmma (sm_90a) when on; cuda:sm_90a always does
 WGMMA_PENDING = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline's wgmma_pending)
@@ -95,7 +96,7 @@ def llir(module: Module, meta: dict) -> str:
     fn = module.kernels[0]
     ll, info = lower_kernel(fn, _sm(meta))
     meta.update(info)
-    return _with_attrs(str(ll), fn.name, info["threads_per_block"])
+    return grid_constant_params(_with_attrs(str(ll), fn.name, info["threads_per_block"]))
 
 
 def _with_attrs(text: str, name: str, threads: int) -> str:
