@@ -1,6 +1,7 @@
 """`dot` on the tensor cores (mma.sync, sm_80+) for the cuda lowering: f16/bf16 -> f32 (m16n8k16),
 f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32) and s8/u8 -> s32
-(m16n8k32).
+(m16n8k32). fp8 (e4m3, e5m2, either for A and B) has no mma.sync: its operands are staged as f16, which
+holds every fp8 value exactly, and the dot runs as an f16 one (the plan says f16).
 
 Both operands sit row-major in shared memory (staged from registers here, or copied by cp.async into
 a pipelined loop's ring, pipelined.py), each row padded (gpu_pipeline.operand_stride) so the
@@ -15,14 +16,22 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ...ir.core import Operation
-from ...ir.types import elem_type
+from ...ir.types import ScalarType, elem_type
 from . import ops
 from .layouts import Layout, MmaSpec, log2
 from .plan import operand_stride
 
+F16 = ScalarType("f16")
+
 
 def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
+
+
+def stored_elem(v) -> ScalarType:
+    """The type a dot operand is staged in: fp8 as f16 (exact), others as they are."""
+    e = elem_type(v.type)
+    return F16 if e.is_fp8 else e
 
 
 class MmaLowering:
@@ -33,7 +42,7 @@ class MmaLowering:
             return
         a, c = op.operands[0], op.operands[2]
         k = a.type.shape[1]
-        eight = elem_type(a.type).bits == 8
+        eight = spec.kind in ("s8", "u8")
         lay = self.layout_of(op.result)
         ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride) in a pipelined loop's ring
         staged = [i for i in (0, 1) if ring[i] is None]
@@ -63,7 +72,7 @@ class MmaLowering:
         """Store the register operands row-major into scratch (8-bit B transposed); their (base, stride)."""
         a, b, c = op.operands
         (m, k), n = a.type.shape, c.type.shape[1]
-        eb = elem_type(a.type).bits // 8
+        eb = stored_elem(a).bits // 8
         shapes = {0: (m, k), 1: (n, k) if eight else (k, n)}
         strides = {i: operand_stride(spec.kind, i, shapes[i], eb) for i in staged}
         offs, total = {}, 0
@@ -100,7 +109,8 @@ class MmaLowering:
     def _stage(self, v, vals: list, lay: Layout, byte_base: int, stride: int, transpose: bool) -> None:
         """Write tile `v` (registers `vals` in layout `lay`) row-major (or transposed) at `byte_base`,
         in the widest vector stores its layout allows."""
-        e = elem_type(v.type)
+        e = stored_elem(v)
+        fp8 = elem_type(v.type).is_fp8
         eb = e.bits // 8
         row_d, col_d = (1, 0) if transpose else (0, 1)
         w = min(lay.contiguous_vec(col_d), 16 // eb, v.type.shape[col_d])
@@ -115,7 +125,10 @@ class MmaLowering:
                 continue
             coord = lay.reg_coord(r0)
             ptr = self.smem_at(bld.add(base, _c(coord[row_d] * stride + coord[col_d] * eb)))
-            xs = [ops.to_mem(bld, e, vals[r0 + i]) for i in range(w)]
+            xs = [
+                bld.fptrunc(vals[r0 + i], ops.F16) if fp8 else ops.to_mem(bld, e, vals[r0 + i])
+                for i in range(w)
+            ]
             if w == 1:
                 bld.store(xs[0], ptr, align=eb)
                 continue

@@ -1,10 +1,15 @@
-"""`dot` on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a) for the cuda lowering: f16/bf16 -> f32,
-m64nNk16, both operands read from swizzled shared-memory tiles (swizzle.py) through matrix descriptors.
+"""`dot` on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a) for the cuda lowering: f16/bf16 -> f32
+(m64nNk16), f32 with input_precision tf32 -> f32 (m64nNk8) and fp8 -> f32 (m64nNk32, e4m3 and e5m2 for
+A and B independently); both operands read from swizzled shared-memory tiles (swizzle.py) through
+matrix descriptors.
 
 Operands come from a pipelined loop's ring (pipelined.py copies them there, stored along the dimension
 that is contiguous in memory: K-major or MN-major) or are staged here from registers (A K-major,
-B N-major). Each warpgroup (4 consecutive warps) issues one instruction per m64 tile and K step of 16
-over its columns; the accumulator stays in the wgmma layout (layouts.wgmma_layout): register
+B N-major). wgmma transposes 16-bit types only, so tf32 and fp8 operands are K-major throughout: the
+ring takes them only where K is contiguous in memory, and B is staged transposed (rows N). tf32 takes
+the f32 bits as they are (the tensor cores use their tf32 part, as Triton's Hopper path does), not
+rounded with cvt.rna as the mma.sync path does. Each warpgroup (4 consecutive warps) issues one
+instruction per m64 tile and K step (32 bytes of K) over its columns; the accumulator stays in the wgmma layout (layouts.wgmma_layout): register
 (n/2) * mi + 4 * j + c of a thread holds element c of its 16-row slice of the m16n8 fragment j of
 m64 tile mi. The issue is fenced (wgmma.fence), committed as one group and waited for at once, or,
 in a loop planned with gpu.mma_pending = 1, with one group left in flight.
@@ -29,13 +34,22 @@ def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
 
 
+def staged_tile(spec: WgmmaSpec, v, index: int) -> tuple[SwizzledTile, int]:
+    """The swizzled tile that dot operand `index` (`v`) is staged into from registers, and the operand
+    dimension stored contiguously: A K-major (rows M); B N-major (rows K), or K-major (rows N) where
+    wgmma takes only K-major operands (spec.k_major)."""
+    shape, eb = v.type.shape, elem_type(v.type).bits // 8
+    d = 0 if index == 1 and spec.k_major else 1
+    return SwizzledTile(shape[1 - d], shape[d], eb, swizzle_width(shape[d], eb)), d
+
+
 def a_fragment_layout(op: Operation, spec: WgmmaSpec, num_warps: int) -> Layout | None:
     """The layout in which A (M x K) feeds wgmma from registers: per warpgroup and m64 tile, m64nNk16's
     A fragment for each K step of 16 (rows g and g+8, columns 2t, 2t+1 and those +8) is the accumulator
     fragment of an m64nKk16 over the same rows, in register order; so a dot whose result has N == K of
     this one (with the same warpgroup split of M) hands its result over as is. None where A cannot come
-    from registers: warpgroups split along N."""
-    if spec.wn != 1:
+    from registers: warpgroups split along N, or a type other than f16/bf16 (their fragments differ)."""
+    if spec.wn != 1 or spec.k_major:
         return None
     m, k = op.operands[0].type.shape
     return wgmma_layout((m, k), WgmmaSpec(spec.kind, spec.wm, 1, spec.mrep, k), num_warps)
@@ -74,14 +88,14 @@ class WgmmaLowering:
             a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
         self.wgmma_fence()
         per = spec.n // 2
-        for ks in range(k // 16):
-            b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * 16)))
+        for ks in range(k // spec.k):
+            b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * spec.k)))
             bd = bld.add(b_desc, bld.zext(bld.lshr(b_off, _c(4)), I64))
             for mi in range(spec.mrep):
                 if a_regs is not None:  # m64 tile mi, K step ks: 4 words, in register order
                     a = a_regs[mi * k // 4 + 4 * ks : mi * k // 4 + 4 * ks + 4]
                 else:
-                    a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * 16)))
+                    a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * spec.k)))
                     a = bld.add(a_desc, bld.zext(bld.lshr(a_off, _c(4)), I64))
                 acc[mi * per : (mi + 1) * per] = self.wgmma(spec, a, bd, acc[mi * per : (mi + 1) * per],
                                                             a_regs is None and a_mn, b_mn)  # fmt: skip
@@ -135,8 +149,7 @@ class WgmmaLowering:
                 frag = a_fragment_layout(dot, spec, self.num_warps) if i == 0 else None
                 if frag is not None and A_FROM_REGISTERS and self.layout_of(v) == frag:
                     continue  # read from registers
-                shape, eb = v.type.shape, elem_type(v.type).bits // 8
-                out.append((dot, i, SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))))
+                out.append((dot, i, staged_tile(spec, v, i)[0]))
         return out
 
     def stage_invariants(self, found: list, at: int) -> int:
@@ -148,8 +161,9 @@ class WgmmaLowering:
         off = at
         for (dot, i, tile), regs in zip(found, vals, strict=True):
             v = dot.operands[i]
-            self._stage_swizzled(v, regs, self.layout_of(v), tile, off)
-            self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1)
+            d = staged_tile(self.plan.mma[dot], v, i)[1]
+            self._stage_swizzled(v, regs, self.layout_of(v), tile, off, d)
+            self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1 and d == 1)
             off = align(off + tile.nbytes)
         self.smem_base = saved
         if found:
@@ -168,34 +182,40 @@ class WgmmaLowering:
         return base, pl.tile(), mn_major
 
     def _stage_wgmma(self, op: Operation, staged: list, vals: dict, lays: dict, tiles: list) -> list:
-        """Store register operands into swizzled scratch tiles (A K-major: rows M; B N-major: rows K),
-        then fence them into the async proxy and sync the block."""
+        """Store register operands into swizzled scratch tiles (staged_tile), then fence them into the
+        async proxy and sync the block."""
         out = list(tiles)
-        offs, total, shapes = {}, 0, {}
+        spec = self.plan.mma[op]
+        offs, total, shapes, dims = {}, 0, {}, {}
         for i in staged:
-            shape = op.operands[i].type.shape
-            eb = elem_type(op.operands[i].type).bits // 8
-            shapes[i] = SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))
+            shapes[i], dims[i] = staged_tile(spec, op.operands[i], i)
             offs[i], total = total, align(total + shapes[i].nbytes)
         base = align(self.smem_base) - self.smem_base  # scratch offsets are relative to smem_base
         self.reserve(base + total)
         if self.smem_dirty:
             self.barrier()
         for i in staged:
-            self._stage_swizzled(op.operands[i], vals[i], lays[i], shapes[i], base + offs[i])
+            self._stage_swizzled(op.operands[i], vals[i], lays[i], shapes[i], base + offs[i], dims[i])
         self.fence_async_shared()
         self.barrier()
         self.smem_dirty = True
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         for i in staged:
-            out[i] = (self.pb.add(smem, _c(self.smem_base + base + offs[i])), shapes[i], i == 1)
+            out[i] = (
+                self.pb.add(smem, _c(self.smem_base + base + offs[i])),
+                shapes[i],
+                i == 1 and dims[i] == 1,
+            )
         return out
 
-    def _stage_swizzled(self, v, vals: list, lay: Layout, tile: SwizzledTile, byte_base: int) -> None:
-        """Write tile `v` (registers `vals` in `lay`) into `tile` at scratch `byte_base`, in vectors of the
-        registers consecutive along the rows (at most 16 bytes: a vector never leaves its chunk)."""
+    def _stage_swizzled(
+        self, v, vals: list, lay: Layout, tile: SwizzledTile, byte_base: int, d: int = 1
+    ) -> None:
+        """Write tile `v` (registers `vals` in `lay`) into `tile` at scratch `byte_base`, its dimension `d`
+        along the stored rows, in vectors of the registers consecutive along d (at most 16 bytes: a
+        vector never leaves its chunk)."""
         e = elem_type(v.type)
-        w = min(lay.contiguous_vec(1), 16 // tile.ebytes, tile.cols)
+        w = min(lay.contiguous_vec(d), 16 // tile.ebytes, tile.cols)
         tc = self.thread_coord(lay)
         mt = ops.mem_type(e)
         bld = self.b
@@ -203,8 +223,10 @@ class WgmmaLowering:
         for r0 in range(0, lay.num_regs, w):
             if r0 not in unique:
                 continue
-            row, col = lay.reg_coord(r0)
-            off = self.swizzled_offset(tile, bld.add(tc[0], _c(row)), bld.add(tc[1], _c(col)))
+            coord = lay.reg_coord(r0)
+            off = self.swizzled_offset(
+                tile, bld.add(tc[1 - d], _c(coord[1 - d])), bld.add(tc[d], _c(coord[d]))
+            )
             ptr = self.smem_at(bld.add(off, _c(byte_base)))
             xs = [ops.to_mem(bld, e, vals[r0 + i]) for i in range(w)]
             if w == 1:
@@ -255,18 +277,23 @@ class WgmmaLowering:
         return [self.b.extract_value(res, i) for i in range(n)]
 
     def wgmma(self, spec: WgmmaSpec, a, b_desc, acc: list, a_mn: bool, b_mn: bool) -> list:
-        """One m64nNk16 wgmma accumulating into `acc` (n/2 f32 registers); `a` is A's descriptor, or its
-        4 fragment words when A comes from registers (no transpose flag for A then)."""
+        """One m64nNkK wgmma accumulating into `acc` (n/2 f32 registers); `a` is A's descriptor, or its
+        4 fragment words when A comes from registers (no transpose flag for A then). Types other than
+        f16/bf16 take no transpose flags at all (their operands are K-major)."""
         n = len(acc)
         regs = ", ".join(f"${i}" for i in range(n))
-        t = spec.kind
+        ta, tb = spec.kinds
         if isinstance(a, list):  # A's fragment words
-            a_text, a_cons, a_types, trans, args = "{" + ", ".join(f"${n + i}" for i in range(4)) + "}", ["r"] * 4, [ops.I32] * 4, "", a  # fmt: skip
+            a_text, a_cons, a_types, args = "{" + ", ".join(f"${n + i}" for i in range(4)) + "}", ["r"] * 4, [ops.I32] * 4, a  # fmt: skip
         else:  # A's descriptor
-            a_text, a_cons, a_types, trans, args = f"${n}", ["l"], [I64], f" {int(a_mn)},", [a]
+            a_text, a_cons, a_types, args = f"${n}", ["l"], [I64], [a]
+        trans = (
+            "" if spec.k_major else (f" {int(b_mn)}" if isinstance(a, list) else f" {int(a_mn)}, {int(b_mn)}")
+        )
+        trans = trans and "," + trans
         na = len(args)
-        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k16.f32.{t}.{t} "
-                f"{{{regs}}}, {a_text}, ${n + na}, p, 1, 1,{trans} {int(b_mn)}; }}")  # fmt: skip
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k{spec.k}.f32.{ta}.{tb} "
+                f"{{{regs}}}, {a_text}, ${n + na}, p, 1, 1{trans}; }}")  # fmt: skip
         cons = ",".join(["=f"] * n + a_cons + ["l", "r"] + [str(i) for i in range(n)])
         fnty = ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [*a_types, I64, ops.I32] + [ops.F32] * n)
         res = self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), [*args, b_desc, _c(1), *acc])
