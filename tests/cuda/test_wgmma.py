@@ -199,19 +199,20 @@ def test_tf32_and_fp8_matmul_on_wgmma(a_t: str, b_t: str, trans_a: bool, trans_b
 
 
 def test_tf32_ieee_and_tf32x3_on_sm_90a() -> None:
-    """input_precision: tf32 takes wgmma; ieee stays exact f32 on FMAs (no tensor cores); tf32x3 does too
-    (exact f32 is at least as accurate as the three tf32 products Triton takes), and the kernel builds for
-    sm_90 since no dot took wgmma."""
+    """input_precision: tf32 takes wgmma; ieee stays exact f32 on FMAs (no tensor cores); tf32x3 takes
+    mma.sync m16n8k8, three products per tile (small*big, big*small, big*big); those two build for sm_90."""
     src = tutorial().replace("tl.dot(a, b, accumulator)", "tl.dot(a, b, accumulator, input_precision=PREC)")
     assert src != tutorial()
-    for prec, wg in (("'tf32'", True), ("'ieee'", False), ("'tf32x3'", False)):
+    for prec, wg in (("'tf32'", True), ("'ieee'", False), ("'tf32x3'", False)):  # 64x64x32: 2x2 warps, 2x4 tiles
         sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", **dict.fromkeys(NAMES, "i32")}
         consts = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
         art = compile_kernel(src.replace("PREC", prec), "matmul_kernel", signature=sig, constexprs=consts,
                              options=CompileOptions(target="cuda:sm_90", num_warps=4, num_stages=3), emit="cubin")  # fmt: skip
         assert ("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32" in art.ptx) == wg
-        assert art.target == ("cuda:sm_90a" if wg else "cuda:sm_90") and "mma.sync" not in art.ptx
-        assert ("fma.rn.f32" in art.ptx) != wg
+        assert art.target == ("cuda:sm_90a" if wg else "cuda:sm_90")
+        n_mma = len(re.findall(r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32", art.ptx))
+        assert n_mma == (3 * 8 * 4 if prec == "'tf32x3'" else 0)  # 8 tiles per warp, 4 K steps of 8
+        assert ("fma.rn.f32" in art.ptx) == (prec == "'ieee'")
 
 
 def test_fp8_dots_that_wgmma_cannot_take_run_on_mma_sync_as_f16() -> None:

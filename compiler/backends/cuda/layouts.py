@@ -130,7 +130,7 @@ def scan_layout(shape: tuple[int, ...], axis: int, num_warps: int) -> Layout:
 class MmaSpec:
     """How one `dot` runs on the tensor cores (mma.sync): operand kind, instruction shape, warp grid."""
 
-    kind: str  # "f16", "bf16", "tf32", "s8", "u8"
+    kind: str  # "f16", "bf16", "tf32", "tf32x3", "s8", "u8"
     k: int  # the instruction's K (8 for tf32, 16 for 16-bit operands, 32 for 8-bit)
     wm: int  # warps along M
     wn: int  # warps along N

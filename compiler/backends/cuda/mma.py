@@ -1,6 +1,7 @@
 """`dot` on the tensor cores (mma.sync, sm_80+) for the cuda lowering: f16/bf16 -> f32 (m16n8k16),
-f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32) and s8/u8 -> s32
-(m16n8k32). fp8 (e4m3, e5m2, either for A and B) has no mma.sync: its operands are staged as f16, which
+f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32), f32 with tf32x3 ->
+f32 (each operand split into a tf32 big part and the tf32 rounding of the rest, three m16n8k8 products
+small*big + big*small + big*big, as Triton defines it) and s8/u8 -> s32 (m16n8k32). fp8 (e4m3, e5m2, either for A and B) has no mma.sync: its operands are staged as f16, which
 holds every fp8 value exactly, and the dot runs as an f16 one (the plan says f16).
 
 Both operands sit row-major in shared memory (staged from registers here, or copied by cp.async into
@@ -22,6 +23,8 @@ from .layouts import Layout, MmaSpec, log2
 from .plan import operand_stride
 
 F16 = ScalarType("f16")
+TF32_KINDS = ("tf32", "tf32x3")
+PRODUCTS = {"tf32x3": ((1, 0), (0, 1), (0, 0))}  # small*big + big*small first, then big*big (as Triton)
 
 
 def _c(x: int) -> ir.Constant:
@@ -62,7 +65,8 @@ class MmaLowering:
             for mi in range(spec.mrep):
                 for ni in range(spec.nrep):
                     r = 4 * (ni + spec.nrep * mi)
-                    acc[r : r + 4] = self.mma(spec, afr[mi], bfr[ni], acc[r : r + 4])
+                    for pa, pb in PRODUCTS.get(spec.kind, ((0, 0),)):  # (part of A, part of B)
+                        acc[r : r + 4] = self.mma(spec, afr[mi][pa], bfr[ni][pb], acc[r : r + 4])
         self.define(op.result, lay, acc)
 
     def ring_operand(self, op: Operation, index: int):
@@ -92,8 +96,9 @@ class MmaLowering:
         return out
 
     def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, eight: bool) -> list[list]:
+        """Per n8 tile, the parts (_tf32) of its B fragment."""
         bld = self.b
-        if spec.kind == "tf32":  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
+        if spec.kind in TF32_KINDS:  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
             rows = [ks * 8 * b_stride, (ks * 8 + 4) * b_stride]
             return [self._tf32(spec, [self.ld_shared(bld.add(b_base, _c(r + ni * 32))) for r in rows]) for ni in range(spec.nrep)]
         bfr: list[list] = []
@@ -101,7 +106,7 @@ class MmaLowering:
             count = 4 if nj + 1 < spec.nrep else 2
             off = nj * 8 * b_stride + ks * 32 if eight else ks * 16 * b_stride + nj * 16
             regs = self.ldmatrix(bld.add(b_base, _c(off)), count, not eight)
-            bfr.extend(regs[i : i + 2] for i in range(0, count, 2))
+            bfr.extend([regs[i : i + 2]] for i in range(0, count, 2))
         return bfr
 
     # ---- staging -------------------------------------------------------------------------------
@@ -154,7 +159,7 @@ class MmaLowering:
         # (f16: columns +8; tf32: columns +4, the a2/a3 registers of m16n8k8)
         a_row = pb.add(wrow, pb.add(l8, pb.shl(l3, _c(3))))
         a_off = pb.add(pb.mul(a_row, _c(a_stride)), pb.shl(l4, _c(4)))
-        if spec.kind == "tf32":  # B (K x N) words: row k = lane % 4, column n = lane / 4
+        if spec.kind in TF32_KINDS:  # B (K x N) words: row k = lane % 4, column n = lane / 4
             b_off = pb.add(pb.mul(pb.and_(lane, _c(3)), _c(b_stride)), pb.shl(pb.add(wcol, pb.lshr(lane, _c(2))), _c(2)))
         elif eight:  # B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16, lanes 16-31 rows + 8
             b_row = pb.add(wcol, pb.add(l8, pb.shl(l4, _c(3))))
@@ -180,15 +185,22 @@ class MmaLowering:
         asm = ir.InlineAsm(ir.FunctionType(ops.I32, [ops.I32]), "ld.shared.b32 $0, [$1];", "=r,r,~{memory}", side_effect=True)
         return self.b.call(asm, [addr])
 
-    def _tf32(self, spec: MmaSpec, regs: list) -> list:
-        """f32 operand words rounded to tf32 (to nearest, ties away), as cvt.rna does; others as they are."""
-        if spec.kind != "tf32":
-            return regs
+    def _tf32(self, spec: MmaSpec, regs: list) -> list[list]:
+        """The parts of a fragment the products take: f32 operand words rounded to tf32 (to nearest, ties
+        away, as cvt.rna does); for tf32x3 also the tf32 rounding of what that leaves (x - big is exact in
+        f32); other kinds' words as they are."""
+        if spec.kind not in TF32_KINDS:
+            return [regs]
+        bld = self.b
         asm = ir.InlineAsm(ir.FunctionType(ops.I32, [ops.I32]), "cvt.rna.tf32.f32 $0, $1;", "=r,r")
-        return [self.b.call(asm, [r]) for r in regs]
+        big = [bld.call(asm, [r]) for r in regs]
+        if spec.kind == "tf32":
+            return [big]
+        f32 = [(bld.bitcast(r, ops.F32), bld.bitcast(h, ops.F32)) for r, h in zip(regs, big, strict=True)]
+        return [big, [bld.call(asm, [bld.bitcast(bld.fsub(x, h), ops.I32)]) for x, h in f32]]
 
     def mma(self, spec: MmaSpec, a: list, b: list, c: list) -> list:
-        if spec.kind == "tf32":
+        if spec.kind in TF32_KINDS:
             shape, out, acc_t = "m16n8k8.row.col.f32.tf32.tf32.f32", "=f", ops.F32
         elif spec.kind in ("f16", "bf16"):
             shape, out, acc_t = f"m16n8k16.row.col.f32.{spec.kind}.{spec.kind}.f32", "=f", ops.F32

@@ -77,7 +77,7 @@ PAD_TF32_B = 32  # tf32 B is read with 32-bit loads (lanes: 4 rows x 8 columns):
 
 def operand_stride(kind: str, operand: int, shape: tuple[int, ...], ebytes: int) -> int:
     """Bytes between the rows of a dot operand staged row-major in shared memory (A: M x K, B: K x N)."""
-    pad = PAD_TF32_B if kind == "tf32" and operand == 1 else PAD
+    pad = PAD_TF32_B if kind in ("tf32", "tf32x3") and operand == 1 else PAD
     return shape[1] * ebytes + pad
 
 
@@ -125,7 +125,7 @@ def format_mma(spec: MmaSpec | WgmmaSpec) -> str:
     return f"{spec.kind} k={spec.k} warps={spec.wm}x{spec.wn} reps={spec.mrep}x{spec.nrep}"
 
 
-_MMA_RE = re.compile(r"(f16|bf16|tf32|s8|u8) k=(\d+) warps=(\d+)x(\d+) reps=(\d+)x(\d+)")
+_MMA_RE = re.compile(r"(f16|bf16|tf32x3|tf32|s8|u8) k=(\d+) warps=(\d+)x(\d+) reps=(\d+)x(\d+)")
 _WGMMA_RE = re.compile(
     r"wgmma (f16|bf16|tf32|e4m3|e5m2)(?:\.(e4m3|e5m2))? warpgroups=(\d+)x(\d+) reps=(\d+) n=(\d+)"
 )

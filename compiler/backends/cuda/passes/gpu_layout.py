@@ -45,14 +45,15 @@ MMA_KINDS = {("f16", "f32"): ("f16", 16), ("bf16", "f32"): ("bf16", 16), ("i8", 
 
 def mma_spec(op: Operation, num_warps: int, sm: int) -> MmaSpec | None:
     """The mma.sync plan of a dot, or None where the FMA path must take it (sm < 80, other dtypes,
-    f32 dots that ask for ieee or tf32x3 precision, tiles smaller than one instruction). fp8 dots
-    (either format for A and B) are planned as f16 ones."""
+    f32 dots that ask for ieee precision, tiles smaller than one instruction). f32 dots with tf32x3
+    take three tf32 products (mma.py); fp8 dots (either format for A and B) are planned as f16 ones."""
     if sm < 80:
         return None
     a, _, c = op.operands
     kind = MMA_KINDS.get((elem_type(a.type).name, elem_type(c.type).name))
-    if elem_type(a.type).name == "f32" and elem_type(c.type).name == "f32" and op.attrs.get("input_precision") == "tf32":
-        kind = ("tf32", 8)
+    prec = op.attrs.get("input_precision")
+    if elem_type(a.type).name == "f32" and elem_type(c.type).name == "f32" and prec in ("tf32", "tf32x3"):
+        kind = (prec, 8)
     if kind is None:
         return None
     (m, k), n = a.type.shape, c.type.shape[1]
@@ -74,7 +75,8 @@ WGMMA_MAX_ACC = 128  # f32 accumulator registers per thread; more would spill
 
 def wgmma_kinds(op: Operation) -> tuple[str, str] | None:
     """wgmma's types of A and B for a dot with an f32 accumulator: f16, bf16, fp8 (e4m3/e5m2, mixed too),
-    and f32 with input_precision tf32 (ieee stays exact on the FMA path; tf32x3 too, see mma_spec)."""
+    and f32 with input_precision tf32 (ieee stays exact on the FMA path; tf32x3 takes mma.sync, which
+    splits the operands in registers, where wgmma would need split copies of its shared tiles)."""
     a, b, c = op.operands
     if elem_type(c.type).name != "f32":
         return None

@@ -33,7 +33,7 @@ from ..plan import (
 from ..swizzle import align, swizzle_width
 
 MAX_RING = 160 * 1024  # shared bytes the ring may take; the rest stays for conversions in the loop
-PIPELINED_KINDS = ("f16", "bf16", "tf32")  # mma.sync kinds; every wgmma kind is pipelined
+PIPELINED_KINDS = ("f16", "bf16", "tf32", "tf32x3")  # mma.sync kinds; every wgmma kind is pipelined
 
 
 def _ringable(spec, operand: Value) -> bool:
@@ -52,7 +52,7 @@ class GpuPipelinePass:
 
     Guarantees, for each planned loop: its step is a positive constant; every planned load is in the
     body's top level, is not volatile, has `other` absent or zero, and its one use is operand A or B
-    of a tensor-core dot (f16, bf16, tf32; on wgmma fp8 too) of the same body; its pointer, mask and `other` depend only
+    of a tensor-core dot (f16, bf16, tf32, tf32x3; on wgmma fp8 too) of the same body; its pointer, mask and `other` depend only
     on the induction variable, loop invariants and carried tiles whose next values are computed by pure
     ops of the same kind (`slice_ops`); each copy moves 4, 8 or 16 contiguous, aligned bytes under one
     mask bit (axis analysis, with carried address tiles given the meet of their init and next value);
