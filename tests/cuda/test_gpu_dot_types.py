@@ -53,7 +53,7 @@ def _operand(torch, rows: int, cols: int, trans: bool, make):
 
 
 def run(make, types: tuple[str, str], shape: tuple, trans: tuple[bool, bool], target: str, cfg: tuple,
-        prec: str = "tf32", expect: str | None = None):  # fmt: skip
+        prec: str = "tf32", expect: str | None = None, src: str = SRC):  # fmt: skip
     """Compile the matmul for `target`, run it on operands made by make(rows, cols) -> torch tensor;
     (A, B, C) as float64 tensors of the values the kernel saw and the result."""
     import torch
@@ -72,7 +72,7 @@ def run(make, types: tuple[str, str], shape: tuple, trans: tuple[bool, bool], ta
     args = [*raw, c, m, n, k, sam, sak, sbk, sbn, n, 1]
     specs = {name: specialise(name, v) for name, v in zip(NAMES, args, strict=True)}
     sig = {name: s.type for name, s in specs.items()} | {"a_ptr": types[0], "b_ptr": types[1]}
-    art = compile_kernel(SRC.replace("PREC", repr(prec)), "mm", signature=sig, constexprs={"BM": bm, "BN": bn, "BK": bk},
+    art = compile_kernel(src.replace("PREC", repr(prec)), "mm", signature=sig, constexprs={"BM": bm, "BN": bn, "BK": bk},
                          hints={name: dict(s.hints) for name, s in specs.items() if s.hints},
                          options=CompileOptions(target=target, num_warps=nw, num_stages=ns), emit="cubin")  # fmt: skip
     if expect is not None:
@@ -208,3 +208,30 @@ def test_tf32_through_client_jit() -> None:
     torch.cuda.synchronize()
     rel = check_bound(a.double(), b.double(), c.double(), 2.5 * 2.0**-10, "tf32 via client.jit")
     assert 1e-5 < rel < 2e-3
+
+
+F16_ACC_SRC = SRC.replace("dtype=tl.float32)", "dtype=tl.float16)").replace(
+    "acc += tl.dot(a, b, input_precision=PREC)", "acc = tl.dot(a, b, acc)"
+)
+
+
+@pytest.mark.parametrize("target", ["cuda:sm_90a", "cuda:sm_80"])
+@pytest.mark.parametrize("kinds", [("e4m3", "e4m3"), ("e4m3", "e5m2")])
+def test_fp8_with_an_f16_accumulator(target: str, kinds: tuple) -> None:
+    """acc = tl.dot(a, b, acc) with acc f16: wgmma's .f16 result on sm_90a (rounded to f16 after each k32
+    instruction), the FMA path on sm_80 (f32 inside the dot, rounded once per K step); the stored f16
+    sums against float64."""
+    import torch
+
+    assert F16_ACC_SRC.count("tl.float16") == 1 and "acc = tl.dot(a, b, acc)" in F16_ACC_SRC
+    gen = torch.Generator(device="cuda").manual_seed(17)
+
+    def make(i: int, r: int, c: int):  # small values: the sums stay far inside f16's range
+        return torch.randn(r, c, device="cuda", generator=gen).to(getattr(torch, FP8[kinds[i]][0]))
+
+    expect = f"m64n128k32.f16.{kinds[0]}.{kinds[1]}" if target == "cuda:sm_90a" else "fma.rn"
+    types = (FP8[kinds[0]][1], FP8[kinds[1]][1])
+    cfg = (128, 128, 64, 8, 3) if target == "cuda:sm_90a" else (64, 64, 32, 4, 3)  # FMAs: a smaller tile
+    a, b, c = run(make, types, ALIGNED, (False, True), target, cfg, expect=expect, src=F16_ACC_SRC)
+    k = ALIGNED[2]
+    assert check_bound(a, b, c, (k // 32 + 2) * 2.0**-11, f"fp8 f16-acc {kinds} {target}") < 5e-3

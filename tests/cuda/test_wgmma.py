@@ -222,3 +222,22 @@ def test_fp8_dots_that_wgmma_cannot_take_run_on_mma_sync_as_f16() -> None:
                                b_dtype="*fp8e5", out="*fp32")  # fmt: skip
         assert "wgmma" not in art.ptx and "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in art.ptx
         assert art.metadata["pipelined_loops"] == 0 and art.binary[:4] == b"\x7fELF"
+
+
+def test_fp8_with_an_f16_accumulator_on_wgmma() -> None:
+    """fp8 operands and an f16 accumulator (tl.dot(a, b, acc) with acc f16): wgmma's .f16 result, two halves
+    per accumulator register (n/4 of them: 32 for m64n128), never left in flight across iterations; on
+    sm_80 the FMA path (mma.sync accumulates fp8-as-f16 in f32 only here)."""
+    src = tutorial().replace("dtype=tl.float32)", "dtype=tl.float16)")
+    assert src != tutorial()
+    sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e5", "c_ptr": "*fp16", **dict.fromkeys(NAMES, "i32")}
+    hints = {p: {"divisibility": 16} for p in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn")}
+    hints |= {p: {"equal_to_1": True} for p in ("stride_ak", "stride_bk", "stride_cn")}
+    for target, wg, (bm, bk, nw) in (("cuda:sm_90a", True, (128, 64, 8)), ("cuda:sm_80", False, (64, 32, 4))):
+        consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bm, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+        art = compile_kernel(src, "matmul_kernel", signature=sig, constexprs=consts, hints=hints,
+                             options=CompileOptions(target=target, num_warps=nw, num_stages=3), emit="cubin")  # fmt: skip
+        inst = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f16\.e4m3\.e5m2 \{([^}]*)\}", art.ptx)
+        assert len(inst) == (2 if wg else 0) and all(len(x.split(",")) == 32 for x in inst)
+        assert ("wgmma.wait_group.sync.aligned 1;" in art.ptx) is False and art.binary[:4] == b"\x7fELF"
+        assert wg or ("mma" not in art.ptx and "fma.rn" in art.ptx)

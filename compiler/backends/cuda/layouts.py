@@ -167,6 +167,7 @@ class WgmmaSpec:
     mrep: int  # m64 tiles per warpgroup
     n: int  # the instruction's N: columns per warpgroup
     b_kind: str = ""  # B's type where it differs from A's (fp8 only: e4m3 x e5m2 and the reverse)
+    acc: str = "f32"  # the accumulator: f32, or f16 (fp8 operands with an f16 accumulator)
 
     @property
     def kinds(self) -> tuple[str, str]:

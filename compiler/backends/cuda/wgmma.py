@@ -72,7 +72,7 @@ class WgmmaLowering:
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
         vals = {i: self.get(op.operands[i], lays[i]) for i in staged}  # every register before staging begins
         a_regs = self._pack_fragment(op.operands[0], a_frag) if a_frag is not None else None
-        acc = list(self.get(c, lay))
+        acc = self._acc_words(spec, list(self.get(c, lay)))
         if staged:
             tiles = self._stage_wgmma(op, staged, vals, lays, tiles)
         b_base, b_tile, b_mn = tiles[1]
@@ -87,7 +87,7 @@ class WgmmaLowering:
             a_desc = ir.Constant(I64, a_tile.descriptor(a_mn))
             a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
         self.wgmma_fence()
-        per = spec.n // 2
+        per = len(acc) // spec.mrep  # accumulator registers per m64 tile
         for ks in range(k // spec.k):
             b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * spec.k)))
             bd = bld.add(b_desc, bld.zext(bld.lshr(b_off, _c(4)), I64))
@@ -113,6 +113,19 @@ class WgmmaLowering:
             issue()
         acc = self.wgmma_wait(acc, pending)
         self.define(op.result, lay, acc)
+
+    def _acc_words(self, spec: WgmmaSpec, acc: list) -> list:
+        """The accumulator as wgmma takes it: f32 registers as they are; an f16 accumulator two halves per
+        32-bit word (lower column low), unpacked again by wgmma_wait."""
+        if spec.acc != "f16":
+            return acc
+        bld, words = self.b, []
+        for r in range(0, len(acc), 2):
+            vec = ir.Constant(ir.VectorType(ops.F16, 2), None)
+            for i in (0, 1):
+                vec = bld.insert_element(vec, acc[r + i], _c(i))
+            words.append(bld.bitcast(vec, ops.I32))
+        return words
 
     def _pack_fragment(self, v, frag: Layout) -> list:
         """The registers of A in its fragment layout, two 16-bit elements per 32-bit word (lower column low)."""
@@ -266,18 +279,22 @@ class WgmmaLowering:
 
     def wgmma_wait(self, acc: list, pending: int) -> list:
         """wgmma.wait_group `pending`, passing the accumulator registers through it so that no read of
-        them is scheduled before the wait."""
+        them is scheduled before the wait; an f16 accumulator's words (_acc_words) come back as halves."""
         n = len(acc)
+        t = acc[0].type if acc else ops.F32
         text = f"wgmma.wait_group.sync.aligned {pending};"
-        cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["~{memory}"])
-        asm = ir.InlineAsm(
-            ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [ops.F32] * n), text, cons, side_effect=True
-        )
+        cons = ",".join(["=f" if t == ops.F32 else "=r"] * n + [str(i) for i in range(n)] + ["~{memory}"])
+        asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([t] * n), [t] * n), text, cons, side_effect=True)
         res = self.b.call(asm, acc)
-        return [self.b.extract_value(res, i) for i in range(n)]
+        out = [self.b.extract_value(res, i) for i in range(n)]
+        if t != ops.I32:
+            return out
+        halves = [self.b.bitcast(w, ir.VectorType(ops.F16, 2)) for w in out]
+        return [self.b.extract_element(h, _c(i)) for h in halves for i in (0, 1)]
 
     def wgmma(self, spec: WgmmaSpec, a, b_desc, acc: list, a_mn: bool, b_mn: bool) -> list:
-        """One m64nNkK wgmma accumulating into `acc` (n/2 f32 registers); `a` is A's descriptor, or its
+        """One m64nNkK wgmma accumulating into `acc` (n/2 f32 registers, or n/4 words of two f16 for an
+        f16 accumulator); `a` is A's descriptor, or its
         4 fragment words when A comes from registers (no transpose flag for A then). Types other than
         f16/bf16 take no transpose flags at all (their operands are K-major)."""
         n = len(acc)
@@ -292,9 +309,10 @@ class WgmmaLowering:
         )
         trans = trans and "," + trans
         na = len(args)
-        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k{spec.k}.f32.{ta}.{tb} "
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k{spec.k}.{spec.acc}.{ta}.{tb} "
                 f"{{{regs}}}, {a_text}, ${n + na}, p, 1, 1{trans}; }}")  # fmt: skip
-        cons = ",".join(["=f"] * n + a_cons + ["l", "r"] + [str(i) for i in range(n)])
-        fnty = ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [*a_types, I64, ops.I32] + [ops.F32] * n)
+        at = ops.F32 if spec.acc == "f32" else ops.I32
+        cons = ",".join(["=f" if spec.acc == "f32" else "=r"] * n + a_cons + ["l", "r"] + [str(i) for i in range(n)])
+        fnty = ir.FunctionType(ir.LiteralStructType([at] * n), [*a_types, I64, ops.I32] + [at] * n)
         res = self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), [*args, b_desc, _c(1), *acc])
         return [self.b.extract_value(res, i) for i in range(n)]

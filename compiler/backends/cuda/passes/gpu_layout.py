@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ....ir.core import Function, Module, Operation, Value
-from ....ir.types import TileType, elem_type, shape_of
+from ....ir.types import TileType, elem_type, is_fp8, shape_of
 from ....passes.axis_analysis import AxisInfo, axis_analysis
 from ..layout_reshape import reshape_layout
 from ..layouts import (
@@ -76,11 +76,12 @@ WGMMA_MAX_ACC = 128  # f32 accumulator registers per thread; more would spill
 def wgmma_kinds(op: Operation) -> tuple[str, str] | None:
     """wgmma's types of A and B for a dot with an f32 accumulator: f16, bf16, fp8 (e4m3/e5m2, mixed too),
     and f32 with input_precision tf32 (ieee stays exact on the FMA path; tf32x3 takes mma.sync, which
-    splits the operands in registers, where wgmma would need split copies of its shared tiles)."""
+    splits the operands in registers, where wgmma would need split copies of its shared tiles); fp8
+    also with an f16 accumulator (wgmma's .f16 result)."""
     a, b, c = op.operands
-    if elem_type(c.type).name != "f32":
-        return None
     ea, eb = elem_type(a.type).name, elem_type(b.type).name
+    if elem_type(c.type).name != "f32" and not (elem_type(c.type).name == "f16" and is_fp8(a.type) and is_fp8(b.type)):
+        return None
     if ea == eb == "f32":
         return ("tf32", "tf32") if op.attrs.get("input_precision") == "tf32" else None
     ka, kb = WGMMA_TYPES.get(ea), WGMMA_TYPES.get(eb)
@@ -109,7 +110,8 @@ def wgmma_spec(op: Operation, num_warps: int) -> WgmmaSpec | None:
     mrep = m // (64 * wm)
     if mrep * cols // 2 > WGMMA_MAX_ACC:
         return None
-    return WgmmaSpec(kinds[0], wm, wn, mrep, cols, kinds[1] if kinds[1] != kinds[0] else "")
+    acc = elem_type(c.type).name
+    return WgmmaSpec(kinds[0], wm, wn, mrep, cols, kinds[1] if kinds[1] != kinds[0] else "", acc)
 
 
 @dataclass

@@ -224,8 +224,8 @@ def _async_mma(pipe: LoopPipeline, layouts: LayoutPlan, body: Block, uses: dict)
     reads both operands from the ring, and its result goes only to the yield whose carried value only
     it reads (as its accumulator), so no other instruction touches the registers it is writing."""
     dots = [o for o in body.ops if o.name == "dot" and o in layouts.mma]
-    if len(dots) != 1 or not isinstance(layouts.mma[dots[0]], WgmmaSpec):
-        return False
+    if len(dots) != 1 or not isinstance(layouts.mma[dots[0]], WgmmaSpec) or layouts.mma[dots[0]].acc != "f32":
+        return False  # an f16 accumulator is packed into words: its halves may not be touched in flight
     dot = dots[0]
     if sum(pl.dot is dot for pl in pipe.loads) != 2:
         return False
