@@ -5,8 +5,9 @@ First correctness against torch.nn.functional.scaled_dot_product_attention (caus
 and 128, batch 4, 32 heads, seq 4096 and 1000 (masked key columns and query rows), outputs poisoned with
 NaN, every config on tilec, the first on Triton), then speed at seq 4096: each config on both sides with
 triton.testing.do_bench (median, L2 flushed), TFLOP/s (4 Z H N^2 D, halved when causal) and the ratio.
-tilec variants (the ladder): "staged" (P and Q stored to shared memory every iteration, as the first
-wgmma path did), "q-once" (Q staged once before each loop), "sm90a" (also P from registers: the default).
+tilec variants (the ladder, VARIANTS below): "staged" (P and Q stored to shared memory every iteration, as
+the first wgmma path did), "q-once" (Q staged once before each loop), "sm90a-0" (also P from registers),
+then the rungs of SPEED_LADDER up to "sm90a" (the default build), timed on each head dim's first config.
 Usage (device, repo root): PYTHONPATH=$PWD python3 bench/attention.py [--quick] [--json OUT]
 Without a GPU: python bench/attention.py --cpu-smoke (compiles every config for cuda:sm_90 through ptxas
 and runs the tilec half on the cpu target with a tiny shape against torch on the CPU).
@@ -26,7 +27,8 @@ import torch
 
 from tilec.client._launch import ArgSpec, specialise
 from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.backends.cuda import wgmma
+from tilec.compiler.backends.cuda import lower, ops, pipelined, wgmma
+from tilec.compiler.backends.cuda import target as cuda_target
 from tilec.compiler.pipeline import compile_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,8 +41,20 @@ CONFIGS = {
     64: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 4), (128, 64, 8, 4)],
     128: [(128, 64, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3), (128, 64, 8, 2)],
 }  # 128-row blocks on 4 warps spill at head dim 128 (and causal at 64): left out
-# variant: (STAGE_INVARIANTS_ONCE, A_FROM_REGISTERS)
-VARIANTS = {"staged": (False, False), "q-once": (True, False), "sm90a": (True, True)}
+# the ladder's rungs: each a set of the compiler's switches (module, name) -> value; "sm90a" (all on) is
+# the default build. staged/q-once: the first wgmma paths; sm90a-0: this bench's first GPU run's default;
+# then exp2 as ex2.approx.ftz with mul+add fused into fma; the warp index made uniform (shfl.sync.idx) and
+# the causal second loop reading the Q the first staged; the copies issued after P V's group; P V's group
+# left in flight into the next iteration (waited with Q K^T's), as Triton's schedule does. "+occupancy" (not
+# the default yet): assembled again for one more block per SM where ptxas fits it (cuda target.py
+# OCCUPANCY_RETRY; causal d=64: 150 -> 127 registers, two blocks per SM).
+SWITCHES = [(wgmma, "STAGE_INVARIANTS_ONCE"), (wgmma, "A_FROM_REGISTERS"), (ops, "EX2_FTZ"), (ops, "FP_FUSION"),
+            (lower, "UNIFORM_WARP"), (wgmma, "REUSE_STAGED"), (pipelined, "ISSUE_AFTER_LAST_DOT"),
+            (pipelined, "MMA_IN_FLIGHT_ACROSS"), (cuda_target, "OCCUPANCY_RETRY")]  # fmt: skip
+_RUNGS = {"staged": 0, "q-once": 1, "sm90a-0": 2, "+ftz-fma": 4, "+uniform": 6, "+copies-late": 7, "sm90a": 8,
+          "+occupancy": 9}  # fmt: skip
+VARIANTS = {name: tuple(i < on for i in range(len(SWITCHES))) for name, on in _RUNGS.items()}
+SPEED_LADDER = ["sm90a-0", "+ftz-fma", "+uniform", "+copies-late", "sm90a", "+occupancy"]  # first config only
 Z, H = 4, 32
 
 
@@ -79,7 +93,7 @@ def build(variant: str, specs: dict[str, ArgSpec], consts: dict, cfg: tuple):
     key = (variant, cfg, tuple(sorted(consts.items())), tuple(sorted(specs.items())))
     art = _ARTS.get(key)
     if art is None:
-        wgmma.STAGE_INVARIANTS_ONCE, wgmma.A_FROM_REGISTERS = VARIANTS[variant]
+        _switch(VARIANTS[variant])
         t0 = time.perf_counter()
         try:
             art = compile_kernel(SRC, "attn_fwd", signature={n: s.type for n, s in specs.items()}, constexprs=consts,
@@ -87,10 +101,15 @@ def build(variant: str, specs: dict[str, ArgSpec], consts: dict, cfg: tuple):
                                  options=CompileOptions(target="cuda:sm_90", num_warps=cfg[2], num_stages=cfg[3]),
                                  emit="cubin")  # fmt: skip
         finally:
-            wgmma.STAGE_INVARIANTS_ONCE, wgmma.A_FROM_REGISTERS = VARIANTS["sm90a"]
+            _switch(VARIANTS["sm90a"])
         art.metadata["compile_s"] = time.perf_counter() - t0
         _ARTS[key] = art
     return art
+
+
+def _switch(values: tuple) -> None:
+    for (mod, name), v in zip(SWITCHES, values, strict=True):
+        setattr(mod, name, v)
 
 
 def describe(art) -> dict:
@@ -187,7 +206,7 @@ def speed(quick: bool, tk) -> list[dict]:
                 row = {"d": d, "causal": causal, "cfg": cfg}
                 args = arguments(q, k, v, o, sm_scale)
                 fns = {"triton": (None, None)}
-                for variant in VARIANTS if cfg == CONFIGS[d][0] else ("sm90a",):
+                for variant in SPEED_LADDER if cfg == CONFIGS[d][0] else ("sm90a",):
                     fns[variant] = (variant, None)
                 for side in fns:
                     try:
@@ -218,7 +237,7 @@ def table(corr: list[dict], rows: list[dict]) -> None:
     print(f"\ncorrectness: {len(corr) - len(bad)}/{len(corr)} ok (worst max abs err {worst:.1e})")
     for r in bad[:20]:
         print("  FAIL", r)
-    sides = ["triton", *VARIANTS]
+    sides = ["triton", *SPEED_LADDER]
     print(f"\n{'d':>4} {'causal':>6} {'config (BM,BN,w,s)':20} " + " ".join(f"{s:>8}" for s in sides)
           + "   TFLOP/s; sm90a/triton")  # fmt: skip
     best: dict = {}
@@ -226,15 +245,15 @@ def table(corr: list[dict], rows: list[dict]) -> None:
         vals = [r.get(f"{s}_tflops") or 0.0 for s in sides]
         for s, v in zip(sides, vals, strict=True):
             best[(r["d"], r["causal"], s)] = max(best.get((r["d"], r["causal"], s), 0.0), v)
-        ratio = vals[-1] / vals[0] if vals[0] else 0.0
+        ratio = vals[sides.index("sm90a")] / vals[0] if vals[0] else 0.0
         print(f"{r['d']:>4} {r['causal']!s:>6} {str(r['cfg']):20} " + " ".join(f"{v:8.1f}" for v in vals)
               + f"   {ratio:.2f}")  # fmt: skip
     for d, causal in sorted({(k[0], k[1]) for k in best}):
         tri, ours = best[(d, causal, "triton")], best[(d, causal, "sm90a")]
         ratio = ours / tri if tri else 0.0
-        print(
-            f"best of configs d={d} causal={causal}: triton {tri:.1f}, tilec {ours:.1f} TFLOP/s; ratio {ratio:.2f}"
-        )
+        occ = max(ours, best[(d, causal, "+occupancy")])
+        print(f"best of configs d={d} causal={causal}: triton {tri:.1f}, tilec {ours:.1f} TFLOP/s; ratio {ratio:.2f}"
+              f" (with +occupancy on the first config: {occ:.1f}, {occ / tri if tri else 0.0:.2f})")  # fmt: skip
 
 
 # ---- without a GPU -----------------------------------------------------------------------------
@@ -256,11 +275,11 @@ def cpu_smoke() -> None:
         for n_ctx, causal, cfg in ((n, c, cfg) for n in (4096, 1000) for c in (False, True) for cfg in cfgs):
             strides = [s for _ in range(4) for s in (H * n_ctx * d, n_ctx * d, d, 1)]
             args = [None] * 4 + [d**-0.5, *strides, H, n_ctx]
-            for variant in VARIANTS if cfg == cfgs[0] else ("sm90a",):
+            for variant in ("staged", "q-once", "sm90a") if cfg == cfgs[0] else ("sm90a",):
                 art = build(variant, _host_specs(args), constexprs(d, cfg, causal, n_ctx), cfg)
                 info = describe(art)
                 assert art.binary[:4] == b"\x7fELF" and info["target"] == "cuda:sm_90a", info
-                assert (info["wgmma_reg_a"] > 0) == (variant == "sm90a"), (variant, info)
+                assert (info["wgmma_reg_a"] > 0) == VARIANTS[variant][1], (variant, info)
             print(f"d={d} seq={n_ctx} causal={causal} {cfg}: {json.dumps(info)}", flush=True)
     print(f"compiled {len(_ARTS)} builds for cuda:sm_90 in {time.perf_counter() - t0:.1f} s", flush=True)
     kern = client.jit(SRC, "attn_fwd")

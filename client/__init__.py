@@ -21,6 +21,7 @@ from ._exceptions import (
 from ._index import IndexedKernel, KernelIndex, load_index
 from ._jit import JITKernel, jit
 from ._launch import BF16Array, as_bf16
+from ._tensordesc import TensorDescriptor
 
 # The HTTP client (httpx, pydantic) loads on first use: a launch from the local cache does not need it.
 _HTTP = ("AsyncClient", "AuthError", "Client", "NotFoundError", "ServiceError", "ServiceUnavailable")
@@ -54,6 +55,7 @@ __all__ = [
     "ServiceUnavailable",
     "TargetError",
     "TargetMismatchError",
+    "TensorDescriptor",
     "TilecError",
     "UnsignedManifestError",
     "UntrustedKeyError",

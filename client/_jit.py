@@ -34,6 +34,7 @@ from ._grid import check_grid
 from ._launch import ArgSpec, BF16Array, launch, select_target, specialise
 from ._shared import LAUNCH_OPTIONS as _LAUNCH_OPTIONS
 from ._shared import ServerBuilds, SharedResults
+from ._tensordesc import is_descriptor
 
 _TRIALS = 3
 
@@ -331,7 +332,9 @@ def _given(param: Any, bound: dict[str, Any]) -> Any:
 
 
 def _key_value(value: Any, triton_type: str) -> Any:
-    """An autotune key argument's value in a tuning key: a tensor is its shape and dtype."""
+    """An autotune key argument's value in a tuning key: a tensor (or a descriptor) is its shape and dtype."""
+    if triton_type.startswith("tensordesc"):
+        return {"shape": [int(d) for d in value.shape], "dtype": triton_type}
     if not triton_type.startswith("*"):
         return value
     shape = _data(value).shape if isinstance(value, BF16Array) else value.shape
@@ -344,6 +347,8 @@ def _data(v: np.ndarray | BF16Array) -> np.ndarray:
 
 def _snapshot(v: Any) -> Any | None:
     """A copy of an array argument's contents (None for scalars): NumPy/bf16 arrays, torch tensors, CuPy arrays."""
+    if is_descriptor(v):
+        return _snapshot(v.base)
     if isinstance(v, np.ndarray | BF16Array):
         return _data(v).copy()
     if hasattr(v, "clone") and hasattr(v, "copy_"):  # torch
@@ -355,6 +360,7 @@ def _snapshot(v: Any) -> Any | None:
 
 def _restore(saved: Iterable[tuple[Any, Any]]) -> None:
     for v, snap in saved:
+        v = v.base if is_descriptor(v) else v
         if hasattr(v, "copy_"):
             v.copy_(snap)
         else:

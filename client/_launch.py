@@ -12,6 +12,7 @@ import numpy as np
 
 from tilec.compiler.artifact import Artifact
 
+from . import _tensordesc
 from ._exceptions import ArgumentError, TargetError
 
 _NP_TO_TRITON = {
@@ -46,7 +47,7 @@ def ir_dtype(triton_name: str) -> str:
 def select_target(args: list[Any]) -> str:
     """'cpu' for NumPy arrays; CUDA arrays select cuda (its runtime plugs in at RUNTIMES)."""
     kinds = set()
-    for a in args:
+    for a in _tensordesc.expand_args(args):
         if isinstance(a, np.ndarray | BF16Array):
             kinds.add("cpu")
         elif _is_cuda_array(a):
@@ -110,7 +111,14 @@ class ArgSpec:
 
 
 def specialise(name: str, value: Any) -> ArgSpec:
-    """Triton's specialisation: pointers 16-byte aligned, ints divisible by 16 or equal to 1."""
+    """Triton's specialisation: pointers 16-byte aligned, ints divisible by 16 or equal to 1; a host tensor
+    descriptor as its type and its parts' hints (client/_tensordesc.py)."""
+    if _tensordesc.is_descriptor(value):
+        base = specialise(name, value.base)
+        if not base.type.startswith("*"):
+            raise ArgumentError(f"argument '{name}': a tensor descriptor's base must be an array")
+        t = _tensordesc.spelling(name, value, base.type)
+        return ArgSpec(t, _tensordesc.hints(value, bool(base.hints)))
     if isinstance(value, np.ndarray | BF16Array):
         arr = value.bits if isinstance(value, BF16Array) else value
         t = array_type(name, value)
@@ -164,4 +172,9 @@ def launch(target: str, art: Artifact, args: list[Any], grid: tuple[int, int, in
     runtime = RUNTIMES.get(kind)
     if runtime is None:
         raise TargetError(f"no runtime for target {target!r}")
-    runtime(art, args, grid)
+    flat = _tensordesc.expand_args(args)
+    if art.metadata.get("tma"):  # the tensor maps of the boxes the kernel loads with TMA, after the rest
+        from ._tma import tensor_maps
+
+        flat += tensor_maps(args, art.metadata["tma"])
+    runtime(art, flat, grid)

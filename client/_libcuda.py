@@ -33,6 +33,10 @@ _SIGNATURES = {
     "cuModuleLoadData": [POINTER(c_void_p), c_char_p],
     "cuModuleGetFunction": [POINTER(c_void_p), c_void_p, c_char_p],
     "cuFuncSetAttribute": [c_void_p, c_int, c_int],
+    "cuTensorMapEncodeTiled": [
+        c_void_p, c_int, c_uint, c_void_p, POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64), POINTER(c_uint),
+        POINTER(c_uint), c_int, c_int, c_int, c_int,
+    ],  # fmt: skip
     "cuLaunchKernel": [
         c_void_p,
         c_uint,

@@ -25,6 +25,7 @@ from ._grid import check_grid
 _CTYPES = {
     "ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
     "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
+    "tmap": lambda b: (ctypes.c_uint8 * 128).from_buffer_copy(b),  # a CUtensorMap by value (client/_tma.py)
 }  # fmt: skip
 _TORCH_DTYPES = {
     "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
@@ -264,7 +265,7 @@ def current_stream(args: list[Any], device: int) -> int:
 
 # ---- kernels -------------------------------------------------------------------------------------
 
-_STRUCT = {"ptr": "Q", "i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d"}
+_STRUCT = {"ptr": "Q", "i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d", "tmap": "128s"}
 
 
 class _LaunchConfig(ctypes.Structure):

@@ -135,7 +135,7 @@ def _compile_request(request: CompileRequest, kernel: KernelSource | None, after
 def _artifact(options: CompileOptions, meta: dict, outputs: dict, emit: str) -> Artifact:
     binary = outputs.get(emit) if emit in ("object", "cubin") else b""
     llir = meta.pop("llir_optimised", None) or outputs.get("llir", "")
-    ptx = outputs.get("ptx", "")
+    ptx = meta.pop("ptx_final", None) or outputs.get("ptx", "")  # the cuda cubin stage may re-assemble it
     tir = meta.pop("tir", "")
     pass_dumps = meta.pop("pass_dumps", None)
     meta.pop("keep_pass_dumps", None)

@@ -39,6 +39,7 @@ _PUBLIC = {
     "ServiceUnavailable": "tilec.client",
     "TargetError": "tilec.client",
     "TargetMismatchError": "tilec.client",
+    "TensorDescriptor": "tilec.client",
     "TilecError": "tilec.client",
     "ToolError": "tilec.compiler.errors",
     "UnsignedManifestError": "tilec.client",

@@ -53,6 +53,7 @@ class TensorDescriptor(Aggregate):
     strides: tuple[Any, ...]
     block_shape: tuple[int, ...]
     padding: str
+    host: str = ""  # a host descriptor's base parameter (hostdesc.py): its loads mark their box (desc_box)
 
     def leaves(self) -> list[Any]:
         return [self.base, *self.shape, *self.strides]
@@ -60,10 +61,10 @@ class TensorDescriptor(Aggregate):
     def with_leaves(self, leaves: list[Any]) -> TensorDescriptor:
         r = len(self.block_shape)
         return TensorDescriptor(leaves[0], tuple(leaves[1:1 + r]), tuple(leaves[1 + r:]), self.block_shape,
-                                self.padding)
+                                self.padding, self.host)
 
     def static_key(self) -> tuple:
-        return ("descriptor", str(self.base.type), self.block_shape, self.padding)
+        return ("descriptor", str(self.base.type), self.block_shape, self.padding, self.host)
 
     def describe(self) -> str:
         return f"tensor descriptor of {list(self.block_shape)} blocks of {self.base.dtype.element_ty}"
@@ -207,11 +208,17 @@ def _padding(sem: Semantic, bp: BlockPtr, padding_option: Any) -> Any:
     return pad
 
 
-def load_block(sem: Semantic, bp: BlockPtr, boundary_check: Any, padding_option: Any, **mem: Any) -> Tensor:
+def load_block(sem: Semantic, bp: BlockPtr, boundary_check: Any, padding_option: Any, host: str = "",
+               **mem: Any) -> Tensor:
     idx = _indices(sem, bp)
     mask = _boundary_mask(sem, bp, idx, _checked_dims(sem, boundary_check, len(bp.block_shape)))
     pad = _padding(sem, bp, padding_option)
-    return _load(sem, _pointers(sem, bp, idx), mask, pad if mask is not None else None, **mem)
+    ptrs = _pointers(sem, bp, idx)
+    if host:  # a host descriptor's box: the pointers stay as they are, the box start rides along
+        coords = [sem.materialize(o, "a descriptor offset") for o in bp.offsets]
+        ptrs = Tensor(sem.b.create("desc_box", [ptrs.value, *(c.value for c in coords)], [ptrs.type],
+                                   {"desc": host}).results[0])
+    return _load(sem, ptrs, mask, pad if mask is not None else None, **mem)
 
 
 def store_block(sem: Semantic, bp: BlockPtr, value: Any, boundary_check: Any, **mem: Any) -> None:
@@ -256,7 +263,7 @@ def _desc(sem: Semantic, x: Any, what: str) -> TensorDescriptor:
 def desc_load(sem: Semantic, desc: Any, offsets: Any) -> Tensor:
     d = _desc(sem, desc, "desc.load")
     bp = d.at(_scalars(sem, offsets, len(d.block_shape), "desc.load offsets", i32))
-    return load_block(sem, bp, tuple(range(len(d.block_shape))), d.padding)
+    return load_block(sem, bp, tuple(range(len(d.block_shape))), d.padding, d.host)
 
 
 def desc_store(sem: Semantic, desc: Any, offsets: Any, value: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError, VerifyError
 from ..ir import Function, Loc, Module, Param, verify_module
 from ..ir.types import Type
+from . import hostdesc
 from .codegen import Context, JitFunction, QualName, is_numberlike, wrap_internal
 from .control import StmtGen
 from .reader import KernelSource, is_constexpr_annotation, literal_env
@@ -221,10 +222,13 @@ def build_ir(ks: KernelSource, signature: dict[str, str], constexprs: dict[str, 
     ctx.at(fdef)
     try:
         ctx.globals = literal_env(ks.module, ks.source_info)
-        params, scope = _kernel_params(ctx, ks, signature or {}, constexprs or {}, hints or {})
+        params, scope, descs = _kernel_params(ctx, ks, signature or {}, constexprs or {}, hints or {})
         fn = Function(ks.name, params, [], kernel=True, loc=Loc(fdef.lineno, fdef.col_offset + 1, ks.filename))
         module.functions.append(fn)
-        scope = {**scope, **{p.name: Tensor(a) for p, a in zip(params, fn.args, strict=False)}}
+        values = {p.name: Tensor(a) for p, a in zip(params, fn.args, strict=False)}
+        scope = {**scope, **values}
+        for pname, (dt, names) in descs.items():  # a host descriptor: the aggregate over its parameters
+            scope[pname] = hostdesc.descriptor_value(dt, [scope.pop(n) for n in names], names[0])
         FunctionGen(ctx, fdef, fn, scope, is_kernel=True).build()
     except CompileError:
         raise
@@ -253,6 +257,8 @@ def _kernel_params(ctx: Context, ks: KernelSource, signature: dict, constexprs: 
             raise ctx.error(f"hint for '{k}', which is not a runtime parameter of {ks.name}")
     params: list[Param] = []
     consts: dict[str, Any] = {}
+    descs: dict[str, tuple[hostdesc.DescType, list[str]]] = {}
+    taken = {p.name for p in ks.params}
     for p in ks.params:
         if p.constexpr:
             consts[p.name] = _constexpr_value(ctx, ks, p, constexprs)
@@ -265,12 +271,34 @@ def _kernel_params(ctx: Context, ks: KernelSource, signature: dict, constexprs: 
         spelled = signature.get(p.name) or ks.default_signature.get(p.name)  # Inductor's own signature
         if spelled is None:
             raise ctx.error(f"the signature needs a type for '{p.name}' (e.g. '*fp32' or 'i32')")
+        if hostdesc.is_tensordesc(spelled):
+            descs[p.name] = _descriptor_params(ctx, p.name, spelled, hints.get(p.name, {}), taken, params)
+            continue
         t = spelled if isinstance(spelled, Type.__args__) else (  # type: ignore[attr-defined]
             parse_signature_type(spelled) if isinstance(spelled, str) else None)
         if t is None:
             raise ctx.error(f"unknown type {spelled!r} for '{p.name}' (use e.g. '*fp16', 'i32', 'fp32', 'ptr<f32>')")
         params.append(Param(p.name, t, _hint_attrs(ctx, p.name, hints.get(p.name, {}))))
-    return params, consts
+    return params, consts, descs
+
+
+def _descriptor_params(ctx: Context, name: str, spelled: str, hint: Any, taken: set[str],
+                       params: list[Param]) -> tuple[hostdesc.DescType, list[str]]:
+    """Append host descriptor `name`'s IR parameters (hostdesc.py) to `params`; its type, their names."""
+    try:
+        dt = hostdesc.parse_tensordesc(spelled)
+        per_sub = hostdesc.split_hints(hint if isinstance(hint, dict) else {})
+    except ValueError as exc:
+        raise ctx.error(f"'{name}': {exc}") from None
+    subs = hostdesc.sub_names(name, dt.rank)
+    unknown = set(per_sub) - set(subs)
+    if unknown:
+        raise ctx.error(f"hints for '{name}' name {sorted(unknown)}, which are not parts of it ({', '.join(subs)})")
+    made = hostdesc.descriptor_params(name, dt, taken)
+    for sub, prm in zip(subs, made, strict=True):
+        prm.attrs.update(_hint_attrs(ctx, f"{name}.{sub}", per_sub.get(sub, {})))
+    params.extend(made)
+    return dt, [prm.name for prm in made]
 
 
 def _constexpr_value(ctx: Context, ks: KernelSource, p, constexprs: dict) -> Any:

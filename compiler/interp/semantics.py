@@ -223,7 +223,7 @@ def _trans(op, xs, m):
     return np.transpose(xs[0], op.attrs["order"])
 
 
-@_sem("multiple_of", "max_contiguous")
+@_sem("multiple_of", "max_contiguous", "desc_box")
 def _hint(op, xs, m):
     return xs[0]
 

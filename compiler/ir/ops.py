@@ -437,6 +437,14 @@ def _hint(op: Operation) -> None:
         fail(op, "values must be a list of positive integers")
 
 
+def _desc_box(op: Operation) -> None:
+    p, *coords = op.operands
+    if not isinstance(p.type, TileType) or not is_ptr(p.type) or op.results[0].type != p.type:
+        fail(op, f"takes a pointer tile and returns it, not {p.type} -> {op.results[0].type}")
+    if len(coords) != len(p.type.shape) or any(c.type != i32 for c in coords):
+        fail(op, f"needs one i32 start coordinate per dimension of {p.type}")
+
+
 # ---- the table ---------------------------------------------------------------------------------
 
 E = (PURE, ELEMENTWISE)
@@ -486,6 +494,9 @@ _op("scan_with", (1, -1), (1, -1), attrs={"axis": int}, optional={"reverse": boo
     doc="inclusive scan of one or several tiles of one shape along an axis with the combiner region")
 _op("multiple_of", 1, attrs={"values": list}, traits=(PURE,), verify=_hint)
 _op("max_contiguous", 1, attrs={"values": list}, traits=(PURE,), verify=_hint)
+_op("desc_box", (2, 6), attrs={"desc": str}, traits=(PURE,), verify=_desc_box,
+    doc="the pointer tile of a host tensor descriptor's box, unchanged, with the box's start coordinates "
+        "(one per dimension) and the descriptor's base parameter (desc): a target may load it with TMA")
 _op("for", (3, -1), (0, -1), regions=1, verify=_for)
 _op("if", 1, (0, -1), regions=2, verify=_if)
 _op("while", (0, -1), (0, -1), regions=2, verify=_while)

@@ -264,6 +264,7 @@ RULES: dict[str, Callable[[Operation, list[AxisInfo]], AxisInfo | None]] = {
     "xor": _bitwise,
     "multiple_of": _hint("divisibility"),
     "max_contiguous": _hint("contiguity"),
+    "desc_box": lambda op, ins: ins[0],
     "cast": _cast,
     "program_id": lambda op, ins: uniform(op.result, 1),
     "num_programs": lambda op, ins: uniform(op.result, 1),

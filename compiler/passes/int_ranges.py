@@ -160,5 +160,5 @@ TRANSFER: dict[str, Callable[[Operation, list], Range | None]] = {
     "cmp": _cmp,
     "select": _select,
     "cast": _cast,
-    **{n: _same for n in ("splat", "broadcast", "expand_dims", "reshape", "trans", "multiple_of", "max_contiguous")},
+    **{n: _same for n in ("splat", "broadcast", "expand_dims", "reshape", "trans", "multiple_of", "max_contiguous", "desc_box")},
 }

@@ -78,6 +78,17 @@ def test_matmul_grouped(activation: str) -> None:
     np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float16).astype(np.float32), rtol=1e-2, atol=1e-2)
 
 
+def test_matmul_persistent() -> None:
+    """3 programs walk the 3 x 2 output tiles (ragged on both edges) in grouped order, K masked at 50."""
+    m, n, k = 70, 40, 50
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    run("matmul_persistent", [a, b, c, m, n, k, k, 1, n, 1, n, 1], (3,))
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
 def test_gather_with_indices_from_memory() -> None:
     n, src_n = 100, 37
     src = RNG.standard_normal(src_n).astype(np.float32)

@@ -33,6 +33,13 @@ KERNELS = {
                    "stride_cm": "i32", "stride_cn": "i32"},
         constexprs={"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4},
     ),
+    "matmul_persistent": dict(
+        name="matmul_persistent",
+        signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+                   "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
+                   "stride_cm": "i32", "stride_cn": "i32"},
+        constexprs={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2, "NUM_SMS": 3},
+    ),
     "gather": dict(
         name="gather_kernel",
         signature={"src_ptr": "*fp32", "idx_ptr": "*i32", "out_ptr": "*fp32", "n": "i32"},

@@ -348,6 +348,7 @@ HANDLERS.update(
         "addptr": _addptr,
         "multiple_of": _identity,
         "max_contiguous": _identity,
+        "desc_box": _identity,
         "program_id": _program_id,
         "num_programs": _num_programs,
         "make_range": _make_range,

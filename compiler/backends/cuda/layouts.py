@@ -120,10 +120,13 @@ def blocked(shape: tuple[int, ...], num_warps: int, vec: int = 4, order: tuple[i
 
 
 def scan_layout(shape: tuple[int, ...], axis: int, num_warps: int) -> Layout:
-    """Every element along `axis` in one thread's registers (for sequential scans)."""
+    """The scanned axis spread over the low register bits (a chunk of consecutive elements per thread),
+    then the low lane bits, then the low warp bits, the chunk sized so that they cover the axis together;
+    the other dimensions take what is left. reduce.py's scan runs in three levels over this shape."""
     rank = len(shape)
     order = (axis,) + tuple(d for d in range(rank - 1, -1, -1) if d != axis)
-    return blocked(shape, num_warps, vec=shape[axis], order=order)
+    chunk = max(1, shape[axis] // (32 * num_warps))
+    return blocked(shape, num_warps, vec=chunk, order=order)
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,16 @@ from .pipelined import PipelineLowering
 from .plan import is_lazy, read_layouts, read_pipeline
 from .reduce import ReduceLowering
 from .shape import ShapeLowering
+from .tma import TmaLowering
 from .wgmma import WgmmaLowering
 
 MAX_REGS_PER_THREAD = 4096
-LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous"})
+UNIFORM_WARP = True  # the warp index read back through shfl.sync.idx (ptxas keeps it in uniform registers)
+LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous", "desc_box"})
 
 
-class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowering, MmaLowering, MemoryLowering,
-                   ReduceLowering, ShapeLowering):
+class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering, WgmmaLowering, MmaLowering,
+                   MemoryLowering, ReduceLowering, ShapeLowering):
     def __init__(self, fn: Function, sm: int):
         self.src = fn
         self.plan = read_layouts(fn)
@@ -38,7 +40,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         self._rings: dict = {}
         self._pending: dict = {}  # wgmma dot -> groups it leaves in flight (pipelined.py sets it per loop)
         self._deferred_issue: dict = {}  # wgmma dot -> the copies its loop issues after the dot's group
+        self._wait_also: dict = {}  # wgmma dot -> (carried arg, layout) of a group its wait also waits for
         self._hoisted: dict = {}  # (wgmma dot, operand) -> its tile staged before its loop (wgmma.py)
+        self._tma_bars: dict = {}  # pipelined loop -> shared byte offset of its mbarriers (tma.py)
         self.sm = sm
         self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)
@@ -47,6 +51,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         self.smem_bytes = 0
         self.smem_base = 0  # scratch starts here: below it lie the rings of pipelined loops
         self.smem_dirty = False
+        self.smem_epoch = 0  # bumped by every reservation of shared memory (wgmma.py staged_still_there)
         self.arg_kinds: list[str] = []
         self._thread_coords: dict[Layout, list] = {}
 
@@ -54,6 +59,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
 
     def lower(self) -> ir.Module:
         params = [self._param_type(p.type) for p in self.src.params]
+        params += self.tma_setup()  # tensor maps of the boxes TMA copies, after the IR's parameters
         fnty = ir.FunctionType(ir.VoidType(), params)
         self.fn = ir.Function(self.module, fnty, self.src.name)
         self.fn.calling_convention = "ptx_kernel"
@@ -61,6 +67,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         body = self.fn.append_basic_block("body")
         self.pb = ir.IRBuilder(prologue)
         self.b = ir.IRBuilder(body)
+        self.tma_bind(self.fn.args[len(self.src.params) :])
         self.smem = ir.GlobalVariable(self.module, ir.ArrayType(ops.I8, 0), "tilec_smem", addrspace=3)
         self.smem.linkage = "external"
         self.smem.align = 1024 if any(isinstance(s, WgmmaSpec) for s in self.plan.mma.values()) else 16
@@ -69,6 +76,8 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         tid = self._sreg(self.pb, "tid.x")
         self.lane = self.pb.and_(tid, ir.Constant(ops.I32, 31))
         self.warp = self.pb.lshr(tid, ir.Constant(ops.I32, 5))
+        if UNIFORM_WARP:
+            self.warp = self._uniform(self.warp)
         self.tid = tid
         for p, a, la in zip(self.src.params, self.src.args, self.fn.args, strict=False):
             self.scopes[0][(a, None)] = self._param_value(p.type, la)
@@ -99,6 +108,14 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
         if t.bits < 32:
             return self.b.trunc(v, ops.reg_type(t))
         return v
+
+    def _uniform(self, v):
+        """`v` (i32, the same in every lane of a warp) read back from lane 0 by shfl.sync.idx: ptxas then
+        knows it is warp-uniform and keeps what is computed from it (the warp index: wgmma descriptors,
+        per-warp shared offsets) in uniform registers instead of one register per thread."""
+        fn = ops.intrinsic(self.module, "llvm.nvvm.shfl.sync.idx.i32", ops.I32, [ops.I32] * 4)
+        c = lambda x: ir.Constant(ops.I32, x)  # noqa: E731
+        return self.pb.call(fn, [c(-1), v, c(0), c(31)])
 
     def _sreg(self, b: ir.IRBuilder, name: str):
         fn = ops.intrinsic(self.module, f"llvm.nvvm.read.ptx.sreg.{name}", ops.I32, [])
@@ -238,7 +255,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, WgmmaLowerin
             tc = self.thread_coord(lay)[0]
             start = op.attrs["start"]
             return [self.b.add(tc, ir.Constant(ops.I32, start + lay.reg_coord(r)[0])) for r in range(n)]
-        if name in ("broadcast", "expand_dims", "trans", "multiple_of", "max_contiguous"):
+        if name in ("broadcast", "expand_dims", "trans", "multiple_of", "max_contiguous", "desc_box"):
             return list(self.get(*self.lazy_operands(op, lay)[0]))
         if name == "reshape":
             return self.lazy_reshape(op, lay)
@@ -375,4 +392,6 @@ def lower_kernel(fn: Function, sm: int) -> tuple[ir.Module, dict]:
         "pipelined_loops": len(low.pipes.loops),
         "arg_kinds": low.arg_kinds,
     }
+    if low.tma_maps:
+        info["tma"] = [m.metadata() for m in low.tma_maps]
     return module, info

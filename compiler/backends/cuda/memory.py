@@ -30,6 +30,7 @@ class MemoryLowering:
             raise CompileError(f"cuda: needs {self.smem_base + nbytes} bytes of shared memory (a pipelined loop's ring "
                                f"takes {self.smem_base}), more than the {MAX_SMEM} a block has")  # fmt: skip
         self.smem_bytes = max(self.smem_bytes, self.smem_base + nbytes)
+        self.smem_epoch += 1  # whatever an earlier loop left in shared memory may be overwritten now
 
     def smem_at(self, byte_offset):
         """Scratch byte `byte_offset`: scratch starts past the rings of the pipelined loops being lowered."""

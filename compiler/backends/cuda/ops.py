@@ -2,7 +2,12 @@
 
 Tiles are lowered register by register through these tables (compiler/backends/cuda/lower.py).
 bf16 values live in f32 registers (the interpreter's semantics: rounding happens on store and cast);
-f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does, the rest call libdevice.
+f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does (exp2 flushes subnormals, as
+Triton's libdevice exp2f under FTZ does: ex2.approx.ftz, one instruction where the non-ftz form adds a
+scale and fix-up around it), the rest call libdevice.
+Float add, sub and mul (not bf16, which rounds after each op) carry LLVM's `contract` flag, so a multiply
+feeding an add becomes one fma as under Triton's default enable_fp_fusion (without it the backend writes
+mul.rn/add.rn, which ptxas may not fuse either).
 """
 
 from __future__ import annotations
@@ -139,14 +144,19 @@ def _rem(b, t, x, y):
     return b.srem(x, y) if t.is_signed else b.urem(x, y)
 
 
+FP_FUSION = True  # fp fusion (see the module docstring); off: mul.rn/add.rn as before (the bench's ladder)
+EX2_FTZ = True  # exp2 as ex2.approx.ftz (off: ex2.approx, as before)
+
+
 def binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs: dict):
     f = t.is_float
+    fl = ("contract",) if FP_FUSION and f and t.name != "bf16" and not t.is_fp8 else ()
     if name == "add":
-        r = b.fadd(x, y) if f else b.add(x, y)
+        r = b.fadd(x, y, flags=fl) if f else b.add(x, y)
     elif name == "sub":
-        r = b.fsub(x, y) if f else b.sub(x, y)
+        r = b.fsub(x, y, flags=fl) if f else b.sub(x, y)
     elif name == "mul":
-        r = b.fmul(x, y) if f else b.mul(x, y)
+        r = b.fmul(x, y, flags=fl) if f else b.mul(x, y)
     elif name == "div":
         r = _div(b, t, x, y)
     elif name == "rem":
@@ -230,7 +240,7 @@ def _math(b: ir.IRBuilder, name: str, t: ScalarType, x):
         if name == "exp":
             return _approx(b, "llvm.nvvm.ex2.approx.f", b.fmul(x, ir.Constant(F32, LOG2E)))
         if name == "exp2":
-            return _approx(b, "llvm.nvvm.ex2.approx.f", x)
+            return _approx(b, "llvm.nvvm.ex2.approx.ftz.f" if EX2_FTZ else "llvm.nvvm.ex2.approx.f", x)
         if name == "log2":
             return _approx(b, "llvm.nvvm.lg2.approx.f", x)
         if name == "log":

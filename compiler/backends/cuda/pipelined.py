@@ -12,7 +12,9 @@ wgmma group so that the tensor cores start first: before waiting for the group, 
 leaves the group in flight (pipe.pending), after waiting for the previous one and syncing the block
 (the slot it refills is the one that group read); the accumulator is waited for after the loop.
 A wgmma operand defined before the loop that would be staged from registers every iteration (flash
-attention's Q) is staged once instead, into a swizzled tile after the ring (wgmma.py stage_invariants).
+attention's Q) is staged once instead, into a swizzled tile after the ring (wgmma.py stage_invariants),
+and a later loop of the same block that would stage the same value at the same place reads it from there
+when no shared memory was reserved in between (the causal attention's second loop).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from . import ops
 from .layouts import WgmmaSpec
 from .plan import LoopPipeline, PipeLoad
 from .swizzle import align
+
+ISSUE_AFTER_LAST_DOT = True  # a loop of several wgmma dots issues its copies after the last one's group
+MMA_IN_FLIGHT_ACROSS = True  # ...whose group may stay in flight into the next iteration (_chained_wgmma)
 
 
 def _c(x: int) -> ir.Constant:
@@ -93,7 +98,11 @@ class PipelineLowering:
         bld, pb = self.b, self.pb
         smem = pb.ptrtoint(self.smem, ops.I32)
         stage = bld.add(smem, bld.add(bld.mul(slot, _c(pipe.stage_bytes)), _c(ring_base)))
+        self.tma_expect(pipe, slot, valid)
         for pl in pipe.loads:
+            if pl.load in self.tma:  # a host descriptor's box: one TMA copy per swizzle block (tma.py)
+                self.tma_copy(pipe, pl, stage, slot, valid)
+                continue
             if pl.swizzle:
                 self._issue_swizzled(pl, stage, valid)
                 continue
@@ -174,10 +183,13 @@ class PipelineLowering:
         invariant = self.invariant_operands(op)  # wgmma operands staged once, after the ring (wgmma.py)
         ring_end = ring_base + (align(pipe.ring_bytes) if invariant else pipe.ring_bytes)
         end = ring_end + sum(align(t.nbytes) for _, _, t in invariant)
+        reuse = self.staged_still_there(invariant, ring_end)  # before this loop's own reservation
+        bars, end = end, end + self.tma_barrier_bytes(pipe)  # TMA's mbarriers, one per stage (tma.py)
         self.reserve(end - saved_base)
         if self.smem_dirty:
             self.barrier()  # earlier scratch users may still read what the copies (or the staging) overwrite
-        self.stage_invariants(invariant, ring_end)
+        self.stage_invariants(invariant, ring_end, reuse)
+        self.tma_init(op, pipe, bars)
         self.smem_base = end
         state = (lb, [self._regs(op.operands[2 + j], lay) for j, lay in zip(pipe.address_args, pipe.address_layouts, strict=True)])
         for s in range(pipe.ahead):
@@ -195,6 +207,7 @@ class PipelineLowering:
         self.scopes.append({})
         self._unflat([iv, *phis], body.args, [None, *lays])
         self.cp_wait(pipe.ahead - 1)
+        self.tma_wait(pipe, slot, iv, lb, step)
         if any(pl.swizzle for pl in pipe.loads):
             self.fence_async_shared()
         self.barrier()
@@ -210,8 +223,15 @@ class PipelineLowering:
         for pl in pipe.loads:
             self._pending[pl.dot] = pipe.pending
         wg_dots = {pl.dot for pl in pipe.loads if isinstance(self.plan.mma.get(pl.dot), WgmmaSpec)}
+        chained = self._chained_wgmma(op) if len(wg_dots) > 1 and ISSUE_AFTER_LAST_DOT else None
         if len(wg_dots) == 1:  # issued by the dot right after its wgmma group (the tensor cores start first)
             self._deferred_issue[wg_dots.pop()] = issue
+        elif chained is not None:
+            first_dot, last_dot, carried = chained
+            self._deferred_issue[last_dot] = issue  # each group of iteration i-1 was waited before
+            if carried is not None:  # the last group runs on into the next iteration, waited with the first
+                self._pending[last_dot] = 1
+                self._wait_also[first_dot] = carried
         else:
             issue()
         self._rings[op] = (slot, ring_base)
@@ -228,10 +248,43 @@ class PipelineLowering:
             back.extend(zip(ps, regs, strict=True))
         self.close_loop(header, exit_, back)
         self.cp_wait(0)
+        self.tma_done(pipe)
         self.smem_base = saved_base
-        if pipe.pending:
+        self.remember_staged(invariant, ring_end)
+        if pipe.pending or (chained is not None and chained[2] is not None):
             phis = self._drain_mma(op, phis, lays)
         self._unflat(phis, op.results, lays)
+
+    def _chained_wgmma(self, op: Operation):
+        """For a pipelined loop whose body runs several wgmma dots (flash attention: S = Q K^T, then
+        O += P V): (first, last, carried) with the first and last of them in body order, or None when
+        there are fewer than two. The copies are issued after the last dot's group. `carried` is the
+        loop-carried value (a body argument) that the last dot's result becomes, when that result only
+        goes to the yield and the argument is read only by ops after the first dot: then the last group
+        may stay in flight into the next iteration and be waited for by the first dot's wait (its
+        registers pass through it), as Triton's schedule does; None when it may not."""
+        body = op.regions[0].block
+        dots = [o for o in body.ops if o.name == "dot" and isinstance(self.plan.mma.get(o), WgmmaSpec)]
+        f16_acc = any(self.plan.mma[o].acc != "f32" for o in dots)  # packed halves: never read in flight
+        if len(dots) < 2 or not MMA_IN_FLIGHT_ACROSS or f16_acc:
+            return (dots[0], dots[-1], None) if len(dots) >= 2 else None
+        first, last = dots[0], dots[-1]
+        term = body.terminator
+        uses = [u for o in op.walk() if o is not op for u in o.operands if u is last.result]
+        at = [i for i, v in enumerate(term.operands) if v is last.result]
+        if len(at) != 1 or len(uses) != 1:
+            return first, last, None
+        arg = body.args[at[0] + 1]
+        order = {o: n for n, o in enumerate(body.ops)}
+        for o in op.walk():
+            if o is op or not any(u is arg for u in o.operands):
+                continue
+            top = o
+            while top.parent is not body:  # the op of the body that holds the use
+                top = top.parent.parent.parent
+            if order[top] <= order[first]:
+                return first, last, None
+        return first, last, (arg, self.layout_of(arg))
 
     def _drain_mma(self, op: Operation, flat: list, lays: list) -> list:
         """The loop results with the in-flight wgmma group waited for: the carried accumulator's

@@ -63,6 +63,7 @@ LAZY_OPS = frozenset(
         "reshape",
         "multiple_of",
         "max_contiguous",
+        "desc_box",
     }
 )
 

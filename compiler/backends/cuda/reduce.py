@@ -57,12 +57,18 @@ class ReduceLowering:
     # ---- shuffles ------------------------------------------------------------------------------
 
     def shfl_xor(self, v, mask: int):
+        return self.shfl(v, "bfly", mask)
+
+    def shfl(self, v, mode: str, arg: int):
+        """shfl.sync of any register type (split into 32-bit words): mode bfly (lane ^ arg), up (lane - arg,
+        a lane below the start keeps its own) or down (lane + arg, one past the end keeps its own)."""
         bld = self.b
         t = v.type
-        fn = ops.intrinsic(self.module, "llvm.nvvm.shfl.sync.bfly.i32", ops.I32, [ops.I32] * 4)
+        fn = ops.intrinsic(self.module, f"llvm.nvvm.shfl.sync.{mode}.i32", ops.I32, [ops.I32] * 4)
+        clamp = 0 if mode == "up" else 31
 
         def sh(x32):
-            return bld.call(fn, [ir.Constant(ops.I32, -1), x32, ir.Constant(ops.I32, mask), ir.Constant(ops.I32, 31)])
+            return bld.call(fn, [ir.Constant(ops.I32, -1), x32, ir.Constant(ops.I32, arg), ir.Constant(ops.I32, clamp)])
 
         if t == ops.I32:
             return sh(v)
@@ -228,26 +234,136 @@ class ReduceLowering:
         self._scan(op, lambda a, b: tuple(self.combine_region(op, a, b)))
 
     def _scan(self, op: Operation, fn) -> None:
-        """Sequential in each thread: the scan layout holds the whole axis in every thread's registers."""
-        axis = op.attrs["axis"]
+        """Inclusive scan in three levels over scan_layout's shape: each thread scans its chunk of
+        registers; the chunk totals are scanned across the lanes along the axis (Hillis-Steele with
+        shfl.up, or shfl.down when reversed); the warps' totals go through shared memory and each thread
+        folds those of the warps before its own. A thread's prefix (earlier warps, then earlier lanes) is
+        combined on the left of each of its values, so a combine need only be associative. Reversed
+        scans run the same steps mirrored (later elements count as earlier)."""
+        axis, rev = op.attrs["axis"], bool(op.attrs.get("reverse"))
+        bld = self.b
         lay = self.layout_of(op.results[0])
         vals = [list(self.get(x, lay)) for x in op.operands]
-        n = op.operands[0].type.shape[axis]
+        elems = [elem_type(x.type) for x in op.operands]
+        lane_bits = _axis_bits(lay.lane, axis)
+        warp_bits = _axis_bits(lay.warp, axis)
+        if lane_bits is None or warp_bits is None:
+            raise CompileError("cuda: internal: scan layout splits the axis over non-contiguous lanes or warps")
         along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
         groups: dict[int, list[int]] = {}
         for r in range(lay.num_regs):
             groups.setdefault(r & ~along, []).append(r)
-        for regs in groups.values():
-            regs = sorted(regs, key=lambda r: lay.reg_coord(r)[axis], reverse=bool(op.attrs.get("reverse")))
-            if len(regs) != n:
-                raise CompileError("cuda: internal: scan layout does not hold the axis in registers")
+        keys = sorted(groups)
+        # level 1: each thread's chunk, in scan order
+        totals = []
+        for key in keys:
+            regs = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis], reverse=rev)
             acc = tuple(v[regs[0]] for v in vals)
             for r in regs[1:]:
                 acc = fn(acc, tuple(v[r] for v in vals))
                 for v, x in zip(vals, acc, strict=True):
                     v[r] = x
+            totals.append(acc)
+        prefix = [None] * len(keys)  # per group: (valid i1, tuple) of everything before this thread
+        # level 2: lanes
+        if lane_bits[1]:
+            first, count = lane_bits
+            pos = self._axis_pos(self.lane, first, count, rev)
+            mode = "down" if rev else "up"
+            incl = list(totals)
+            for j in range(count):
+                d = 1 << j
+                take = bld.icmp_unsigned(">=", pos, ir.Constant(ops.I32, d))
+                for g, t in enumerate(incl):
+                    other = tuple(self.shfl(x, mode, d << first) for x in t)
+                    both = fn(other, t)
+                    incl[g] = tuple(bld.select(take, x, y) for x, y in zip(both, t, strict=True))
+            has = bld.icmp_unsigned(">=", pos, ir.Constant(ops.I32, 1))
+            for g, t in enumerate(incl):
+                prefix[g] = (has, tuple(self.shfl(x, mode, 1 << first) for x in t))
+            totals = incl  # the last lane along the axis holds its warp's total
+        # level 3: warps
+        if warp_bits[1]:
+            self._scan_warps(lay, axis, rev, lane_bits, warp_bits, keys, totals, prefix, elems, fn)
+        # each value with its thread's prefix on the left
+        for g, key in enumerate(keys):
+            if prefix[g] is None:
+                continue
+            has, p = prefix[g]
+            for r in groups[key]:
+                mine = tuple(v[r] for v in vals)
+                both = fn(p, mine)
+                for v, x, y in zip(vals, both, mine, strict=True):
+                    v[r] = bld.select(has, x, y)
         for res, v in zip(op.results, vals, strict=True):
             self.define(res, lay, v)
+
+    def _axis_pos(self, src, first: int, count: int, rev: bool):
+        """A thread's position along the scanned axis among `count` lane (or warp) bits from bit `first`,
+        counted from the end when reversed."""
+        bld = self.b
+        pos = bld.and_(bld.lshr(src, ir.Constant(ops.I32, first)), ir.Constant(ops.I32, (1 << count) - 1))
+        return bld.sub(ir.Constant(ops.I32, (1 << count) - 1), pos) if rev else pos
+
+    def _scan_warps(self, lay: Layout, axis: int, rev: bool, lane_bits, warp_bits, keys, totals, prefix, elems, fn):
+        """The last lane along the axis of each warp stores its warp's total per group (one shared-memory
+        plane per tuple member); after a barrier every thread folds the totals of the warps before it, in
+        scan order, and puts them on the left of its lane prefix."""
+        bld = self.b
+        res_lay = lay.without_dim(axis)
+        nw = 1 << warp_bits[1]
+        numel = max(1, _numel(res_lay.shape))
+        strides, _ = self._strides(res_lay.shape, 0)
+        sizes = [self.smem_bytes_of(self.smem_type(e)) for e in elems]
+        bases, end = [], 0
+        for k, vb in enumerate(sizes):
+            base = ((end + 15) // 16) * 16 if k else 0
+            bases.append(base)
+            end = base + nw * numel * vb
+        self.reserve(((end + 15) // 16) * 16)
+        if self.smem_dirty:
+            self.barrier()
+        wpos = self._axis_pos(self.warp, warp_bits[0], warp_bits[1], rev)
+        phys = self._axis_pos(self.warp, warp_bits[0], warp_bits[1], False)
+        last_lane = ir.Constant(ops.I32, (1 << lane_bits[1]) - 1)
+        lpos = self._axis_pos(self.lane, lane_bits[0], lane_bits[1], rev) if lane_bits[1] else last_lane
+        writer = bld.icmp_unsigned("==", lpos, last_lane)
+        base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
+
+        def at(k: int, slot):
+            return bld.add(ir.Constant(ops.I32, bases[k]), bld.mul(slot, ir.Constant(ops.I32, sizes[k])))
+
+        offs = []
+        for g, t in enumerate(totals):
+            el = bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, g, strides)))
+            offs.append(el)
+            with bld.if_then(writer):
+                slot = bld.add(bld.mul(phys, ir.Constant(ops.I32, numel)), el)
+                for k, (x, e) in enumerate(zip(t, elems, strict=True)):
+                    self.smem_store(at(k, slot), x, e)
+        self.barrier()
+        for g, el in enumerate(offs):
+            acc = None  # (valid, tuple) of the warps before this one so far
+            for w in reversed(range(nw)) if rev else range(nw):
+                before = bld.icmp_unsigned("<", ir.Constant(ops.I32, nw - 1 - w if rev else w), wpos)
+                slot = bld.add(el, ir.Constant(ops.I32, w * numel))
+                t = tuple(self.smem_load(at(k, slot), e) for k, e in enumerate(elems))
+                if acc is None:
+                    acc = (before, t)
+                    continue
+                has, a = acc
+                both = fn(a, t)
+                merged = tuple(bld.select(has, x, y) for x, y in zip(both, t, strict=True))
+                acc = (bld.or_(has, before), tuple(bld.select(before, m, x) for m, x in zip(merged, a, strict=True)))
+            has_w, wp = acc
+            if prefix[g] is None:
+                prefix[g] = acc
+                continue
+            has_l, lp = prefix[g]
+            both = fn(wp, lp)
+            p = tuple(bld.select(has_w, bld.select(has_l, x, w), y) for x, w, y in zip(both, wp, lp, strict=True))
+            prefix[g] = (bld.or_(has_w, has_l), p)
+        self.smem_dirty = True
 
     # ---- dot (FMA path) ------------------------------------------------------------------------
 
@@ -306,6 +422,20 @@ class ReduceLowering:
 
 
 I32_T = ScalarType("i32")
+
+
+def _axis_bits(bases, axis: int) -> tuple[int, int] | None:
+    """(first bit, count) of the bits whose basis steps along `axis`, when they are consecutive bits with
+    doubling steps (lane or warp bits of scan_layout); (0, 0) when none do; None otherwise."""
+    bits = [i for i, b in enumerate(bases) if b[axis]]
+    if not bits:
+        return (0, 0)
+    steps = [bases[i][axis] for i in bits]
+    if bits != list(range(bits[0], bits[0] + len(bits))) or any(b != steps[0] << j for j, b in enumerate(steps)):
+        return None
+    if any(x for i in bits for d, x in enumerate(bases[i]) if d != axis):
+        return None
+    return (bits[0], len(bits))
 
 
 def _numel(shape) -> int:

@@ -12,7 +12,9 @@ rounded with cvt.rna as the mma.sync path does. Each warpgroup (4 consecutive wa
 instruction per m64 tile and K step (32 bytes of K) over its columns; the accumulator stays in the wgmma layout (layouts.wgmma_layout): register
 (n/2) * mi + 4 * j + c of a thread holds element c of its 16-row slice of the m16n8 fragment j of
 m64 tile mi. The issue is fenced (wgmma.fence), committed as one group and waited for at once, or,
-in a loop planned with gpu.mma_pending = 1, with one group left in flight.
+in a loop planned with gpu.mma_pending = 1, with one group left in flight; in a loop of several wgmma
+dots (flash attention) the last one's group may run on into the next iteration, where the first dot's
+wait also waits for it (pipelined.py _chained_wgmma).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .swizzle import SwizzledTile, align, swizzle_width
 I64 = ir.IntType(64)
 A_FROM_REGISTERS = True  # A already in its fragment layout feeds wgmma from registers (off: staged, as before)
 STAGE_INVARIANTS_ONCE = True  # loop-invariant staged operands are stored once before a pipelined loop
+REUSE_STAGED = True  # ...and a later loop of the same block reads them there when they still are
 
 
 def _c(x: int) -> ir.Constant:
@@ -111,7 +114,14 @@ class WgmmaLowering:
             return
         if issue is not None:
             issue()
-        acc = self.wgmma_wait(acc, pending)
+        also = self._wait_also.pop(op, None)  # a carried accumulator whose group is still in flight
+        if also is None:
+            acc = self.wgmma_wait(acc, pending)
+        else:  # one wait for both groups; the carried registers pass through it, so none is read before
+            arg, arg_lay = also
+            waited = self.wgmma_wait([*acc, *self.get(arg, arg_lay)], pending)
+            acc = waited[: len(acc)]
+            self.define(arg, arg_lay, waited[len(acc) :])
         self.define(op.result, lay, acc)
 
     def _acc_words(self, spec: WgmmaSpec, acc: list) -> list:
@@ -165,23 +175,46 @@ class WgmmaLowering:
                 out.append((dot, i, staged_tile(spec, v, i)[0]))
         return out
 
-    def stage_invariants(self, found: list, at: int) -> int:
+    def stage_invariants(self, found: list, at: int, reuse: frozenset = frozenset()) -> int:
         """Store the tiles `invariant_operands` found from byte `at` of shared memory (1024-aligned,
-        below scratch); they are read through self._hoisted. Returns the bytes they take."""
-        vals = [self.get(dot.operands[i]) for dot, i, _ in found]  # in registers already (their own layout)
+        below scratch); they are read through self._hoisted. Those at positions in `reuse` are already
+        there (staged_still_there) and are not stored again. Returns the bytes they take."""
+        vals = [None if n in reuse else self.get(dot.operands[i]) for n, (dot, i, _) in enumerate(found)]
         saved, self.smem_base = self.smem_base, 0  # `at` is an absolute offset
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         off = at
-        for (dot, i, tile), regs in zip(found, vals, strict=True):
+        for n, ((dot, i, tile), regs) in enumerate(zip(found, vals, strict=True)):
             v = dot.operands[i]
             d = staged_tile(self.plan.mma[dot], v, i)[1]
-            self._stage_swizzled(v, regs, self.layout_of(v), tile, off, d)
+            if n not in reuse:
+                self._stage_swizzled(v, regs, self.layout_of(v), tile, off, d)
             self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1 and d == 1)
             off = align(off + tile.nbytes)
         self.smem_base = saved
-        if found:
+        if len(reuse) < len(found):
             self.fence_async_shared()
         return off - at
+
+    def staged_still_there(self, found: list, at: int) -> frozenset:
+        """Positions in `found` whose value an earlier loop of an enclosing block staged as the same tile
+        at the same offset, with no shared memory reserved since that loop ended (`remember_staged`):
+        the tile is still there. So the causal attention's second loop reads the Q its first staged, and
+        Q's registers need not live across the first loop."""
+        out, off = set(), at
+        for n, (dot, i, tile) in enumerate(found if REUSE_STAGED else []):
+            got = self.lookup(("wgmma.staged", dot.operands[i]))
+            if got == (off, tile, self.smem_epoch):
+                out.add(n)
+            off = align(off + tile.nbytes)
+        return frozenset(out)
+
+    def remember_staged(self, found: list, at: int) -> None:
+        """After a loop: its staged tiles stay valid for later loops of this block until shared memory is
+        next reserved (reserve bumps smem_epoch)."""
+        off = at
+        for dot, i, tile in found:
+            self.scopes[-1][("wgmma.staged", dot.operands[i])] = (off, tile, self.smem_epoch)
+            off = align(off + tile.nbytes)
 
     # ---- operand tiles -------------------------------------------------------------------------
 

@@ -1,0 +1,65 @@
+"""Tensor maps for the kernels that load host descriptors with TMA (compiler/backends/cuda/tma.py): the
+artifact's metadata "tma" lists, per extra kernel parameter, which descriptor (the IR index of its base),
+the box (innermost first), the swizzle and the element type; each is encoded here from the launch's
+descriptor object with cuTensorMapEncodeTiled and passed by value (128 bytes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from . import _libcuda, _tensordesc
+from ._exceptions import ArgumentError
+
+# CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapFloatOOBfill and CUtensorMapL2promotion of cuda.h
+_DTYPE = {"u8": 0, "i8": 0, "fp16": 6, "fp32": 7, "bf16": 9}
+_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+_OOB_NAN = 1
+_L2_256B = 3
+
+
+def _descriptors_by_param(args: list[Any]) -> dict[int, Any]:
+    """IR parameter index of each descriptor's base -> the descriptor object (the order of expand_args)."""
+    out, at = {}, 0
+    for a in args:
+        if _tensordesc.is_descriptor(a):
+            out[at] = a
+            at += len(_tensordesc.expand(a))
+        else:
+            at += 1
+    return out
+
+
+def tensor_maps(args: list[Any], entries: list[dict]) -> list[bytes]:
+    """The encoded CUtensorMap of each entry of an artifact's "tma" metadata, for these launch arguments."""
+    descs = _descriptors_by_param(args)
+    out = []
+    for e in entries:
+        d = descs.get(int(e["param"]))
+        if d is None:
+            raise ArgumentError(
+                f"the kernel loads its parameter {e['param']} with TMA but no descriptor was passed there"
+            )
+        out.append(encode(d, e))
+    return out
+
+
+def encode(d: Any, e: dict) -> bytes:
+    """cuTensorMapEncodeTiled for descriptor `d` read in boxes `e["box"]` (innermost first)."""
+    from ._runtime_cuda import raw_cuda_arg
+
+    rank = len(d.shape)
+    eb = int(e["elem_bytes"])
+    dims = (ctypes.c_uint64 * rank)(*(int(s) for s in reversed(list(d.shape))))
+    strides = (ctypes.c_uint64 * max(1, rank - 1))(*(int(s) * eb for s in reversed(list(d.strides)[:-1])))
+    box = list(e["box"]) + [1] * (rank - len(e["box"]))
+    boxes = (ctypes.c_uint32 * rank)(*box)
+    ones = (ctypes.c_uint32 * rank)(*([1] * rank))
+    out = (ctypes.c_uint8 * 128)()
+    fill = _OOB_NAN if getattr(d, "padding", "zero") == "nan" else 0
+    _libcuda.driver().call(
+        "cuTensorMapEncodeTiled", ctypes.byref(out), _DTYPE[e["dtype"]], rank, ctypes.c_void_p(raw_cuda_arg(d.base)),
+        dims, strides, boxes, ones, 0, _SWIZZLE[int(e["swizzle"])], _L2_256B, fill,
+    )  # fmt: skip
+    return bytes(out)
