@@ -558,7 +558,10 @@ def _dot(sem: Semantic, input: Any, other: Any, acc: Any = None, input_precision
             raise sem.error(f"tl.dot needs 2-D tiles, got shape {list(x.shape)}")
     if a.shape[1] != b.shape[0]:
         raise sem.error(f"tl.dot inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
-    if a.elem != b.elem:
+    fp8_pair = (
+        isinstance(a.elem, ScalarType) and isinstance(b.elem, ScalarType) and a.elem.is_fp8 and b.elem.is_fp8
+    )
+    if a.elem != b.elem and not fp8_pair:  # as Triton: e4m3 x e5m2 is the one mix allowed
         raise sem.error(f"tl.dot operands must have the same dtype, got {a.dtype} and {b.dtype}")
     if isinstance(a.elem, PointerType):
         raise sem.error("tl.dot does not take pointers")

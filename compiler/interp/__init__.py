@@ -10,8 +10,9 @@ after another, each op vectorised over its whole tile. Choices where Triton leav
   >= bits give 0 (shl, logical shr) or the sign (arithmetic shr).
 - Transcendentals (exp, log, sin, pow, erf, ...) are evaluated in float64 and rounded once to the
   IR type: the most accurate reference, so backends are compared with a tolerance. fma rounds once.
-- dot: products of f16/bf16/f32 inputs are exact and accumulated in float32 (`input_precision =
-  "tf32"` is computed as ieee f32), then rounded to the accumulator type; integer dots wrap in it.
+- dot: products of f16/bf16/f32/fp8 inputs are exact and accumulated in float32 (`input_precision =
+  "tf32"` is computed as ieee f32; the two fp8 formats may be mixed), then rounded to the accumulator
+  type; integer dots wrap in it.
 - reduce combines as a balanced tree in the IR dtype (first half with second half, rounding each
   step: f16 reduces in f16, i8 sums wrap in i8, as the IR says; a frontend that wants wider sums
   casts first). scan is sequential along its axis, each step rounded. max/min (and atomics max/min)

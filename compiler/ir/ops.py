@@ -286,7 +286,7 @@ def _dot(op: Operation) -> None:
         fail(op, f"inner dimensions differ: {list(a.type.shape)} x {list(b.type.shape)}")
     if acc.type.shape != (m, n) or r != acc.type:
         fail(op, f"accumulator and result must be [{m}, {n}] of the same type")
-    if a.type.elem != b.type.elem:
+    if a.type.elem != b.type.elem and not (is_fp8(a.type) and is_fp8(b.type)):  # fp8 formats mix
         fail(op, f"operands must share a dtype, got {a.type.elem} and {b.type.elem}")
     if is_fp8(acc.type):
         fail(op, f"the accumulator cannot be fp8, got {acc.type}")

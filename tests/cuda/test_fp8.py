@@ -1,6 +1,7 @@
 """fp8 on the cuda target without a GPU: the conversion kernels of tests/codegen/test_fp8.py (every float
 type to and from f8e4nv/f8e5, loads and stores of fp8 bytes, a bitcast) compiled for cuda:sm_90 and
-cuda:sm_80 and assembled by ptxas; an fp8 dot is refused with a located error (not built yet)."""
+cuda:sm_80 and assembled by ptxas; small fp8 dots (mma.sync as f16, FMAs before sm_80); an fp8 operand
+with a non-fp8 one is refused where it is written (two fp8 formats mix, as in Triton)."""
 
 from __future__ import annotations
 
@@ -55,22 +56,40 @@ def test_fp8_constant_and_bitcast_assemble_for_sm80() -> None:
     assert _cubin(text, 80).binary[:4] == b"\x7fELF"
 
 
-def test_fp8_dot_is_refused_on_cuda_with_its_location() -> None:
-    src = textwrap.dedent("""\
+SMALL_DOT = textwrap.dedent("""\
     import triton
     import triton.language as tl
 
 
     @triton.jit
-    def k(a_ptr, c_ptr):
+    def k(a_ptr, b_ptr, c_ptr):
         r = tl.arange(0, 16)
         a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
-        c = tl.dot(a, a)
+        b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
+        c = tl.dot(a, b)
         tl.store(c_ptr + r[:, None] * 16 + r[None, :], c)
     """)
+
+
+@pytest.mark.parametrize(("sm", "inst"), [(90, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+                                          (80, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+                                          (75, None)])  # fmt: skip
+@pytest.mark.parametrize(("a_t", "b_t"), [("*fp8e4nv", "*fp8e4nv"), ("*fp8e5", "*fp8e4nv")])
+def test_small_fp8_dots_build_where_wgmma_cannot_take_them(sm: int, inst: str | None, a_t: str, b_t: str) -> None:
+    """16x16 tiles (under wgmma's m64) run on mma.sync as f16 from sm_80 and on FMAs before; the dots
+    with tile sizes wgmma takes are in test_wgmma.py (sm_90a) and test_mma.py (sm_80)."""
+    art = compile_kernel(SMALL_DOT, "k", signature={"a_ptr": a_t, "b_ptr": b_t, "c_ptr": "*fp32"},
+                         options=CompileOptions(target=f"cuda:sm_{sm}"), emit="cubin")  # fmt: skip
+    assert art.binary[:4] == b"\x7fELF" and "wgmma" not in art.ptx
+    if inst is None:
+        assert "mma.sync" not in art.ptx and "fma.rn.f32" in art.ptx
+    else:
+        assert inst in art.ptx
+
+
+def test_fp8_mixed_with_another_type_is_refused_where_written() -> None:
     with pytest.raises(CompileError) as info:
-        compile_kernel(src, "k", signature={"a_ptr": "*fp8e4nv", "c_ptr": "*fp32"},
+        compile_kernel(SMALL_DOT, "k", signature={"a_ptr": "*fp8e4nv", "b_ptr": "*fp16", "c_ptr": "*fp32"},
                        options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
     e = info.value
-    assert e.message.startswith("fp8 dot on cuda is not built yet")
-    assert (e.line, e.col) == (9, 9)  # the tl.dot call
+    assert "same dtype" in e.message and (e.line, e.col) == (10, 9)  # the tl.dot call

@@ -1,5 +1,5 @@
-"""The tensor-core path of `dot` without a GPU: which dots take mma.sync, the instructions in the PTX,
-and the accumulator layout checked against the m16n8 fragment layout of the PTX ISA."""
+"""The tensor-core path of `dot` without a GPU: which dots take mma.sync (fp8 ones as f16), the
+instructions in the PTX, and the accumulator layout checked against the m16n8 fragment layout of the PTX ISA."""
 
 from __future__ import annotations
 
@@ -38,21 +38,28 @@ def ptx(dtype: str, out: str, shape=(64, 64, 32), sm: int = 90, num_warps: int =
 
 
 @pytest.mark.parametrize(("dtype", "out", "inst", "sm"), [
-    ("*fp16", "*fp32", "m16n8k16.row.col.f32.f16.f16.f32", 80),  # on sm_90 these take wgmma (test_wgmma.py)
+    ("*fp16", "*fp32", "m16n8k16.row.col.f32.f16.f16.f32", 80),  # on sm_90 f16, bf16, tf32 and fp8 take wgmma
     ("*bf16", "*fp32", "m16n8k16.row.col.f32.bf16.bf16.f32", 80),
     ("*i8", "*i32", "m16n8k32.row.col.s32.s8.s8.s32", 80),
     ("*i8", "*i32", "m16n8k32.row.col.s32.s8.s8.s32", 90),
     ("*fp32", "*fp32", "m16n8k8.row.col.f32.tf32.tf32.f32", 80),
-    ("*fp32", "*fp32", "m16n8k8.row.col.f32.tf32.tf32.f32", 90),
+    ("*fp32", "*fp32", "m16n8k8.row.col.f32.tf32.tf32.f32", 90),  # tf32x3 (below); tf32 takes wgmma on sm_90
+    ("*fp8e4nv", "*fp32", "m16n8k16.row.col.f32.f16.f16.f32", 80),  # fp8: no mma.sync, staged as f16
+    ("*fp8e5", "*fp32", "m16n8k16.row.col.f32.f16.f16.f32", 80),
 ])  # fmt: skip
 def test_tensor_core_dots(dtype: str, out: str, inst: str, sm: int) -> None:
-    text = ptx(dtype, out, sm=sm)
+    x3 = dtype == "*fp32" and sm == 90
+    text = ptx(dtype, out, sm=sm, prec="tf32x3" if x3 else "tf32")
     assert set(re.findall(r"mma\.sync\.aligned\.(\S+)", text)) == {inst}
     per_k = {"m16n8k16": 2, "m16n8k32": 1, "m16n8k8": 4}[inst.split(".")[0]]  # instruction steps along K = 32
-    assert len(re.findall(r"mma\.sync", text)) == 8 * per_k  # 2x2 warps, 32x32 each: 2x4 tiles per step
+    assert len(re.findall(r"mma\.sync", text)) == 8 * per_k * (3 if x3 else 1)  # 2x2 warps, 2x4 tiles per step
+    if x3:  # big parts rounded, and the rest rounded again: two cvt.rna per operand word
+        assert "sub.f32" in text or "sub.rn.f32" in text
     assert "ldmatrix.sync.aligned.m8n8.x4" in text
     if "tf32" in inst:  # operands rounded to tf32; B read with 32-bit shared loads (no transposing ldmatrix)
         assert "cvt.rna.tf32.f32" in text and "ld.shared.b32" in text
+    if "fp8" in dtype:  # decoded to f32 registers, then converted to f16 (exact) for the shared tiles
+        assert re.search(r"cvt\.rn\.f16(x2)?\.f32", text)
 
 
 @pytest.mark.parametrize(("dtype", "out", "shape", "sm"), [

@@ -34,21 +34,25 @@ def hw_address(start: int, desc: int, mn_major: bool, mn: int, k: int, eb: int) 
     return a ^ (((a >> 7) & (sw // 16 - 1)) << 4)
 
 
-@pytest.mark.parametrize(("mn_total", "k_total", "mn_major", "n_inst"), [
-    (128, 64, False, 64), (128, 32, False, 64), (64, 16, False, 64), (128, 128, False, 64), (256, 64, False, 256),
-    (256, 64, True, 256), (128, 32, True, 128), (32, 64, True, 32), (64, 64, True, 64), (16, 32, True, 16),
+@pytest.mark.parametrize(("mn_total", "k_total", "mn_major", "n_inst", "eb"), [
+    (128, 64, False, 64, 2), (128, 32, False, 64, 2), (64, 16, False, 64, 2), (128, 128, False, 64, 2),
+    (256, 64, False, 256, 2), (256, 64, True, 256, 2), (128, 32, True, 128, 2), (32, 64, True, 32, 2),
+    (64, 64, True, 64, 2), (16, 32, True, 16, 2),
+    # tf32 (k8) and fp8 (k32): K-major only; 32-, 64- and 128-byte swizzles, K over several column blocks
+    (128, 32, False, 64, 4), (64, 64, False, 64, 4), (64, 8, False, 64, 4), (128, 16, False, 128, 4),
+    (128, 64, False, 64, 1), (64, 128, False, 64, 1), (64, 32, False, 64, 1), (256, 256, False, 256, 1),
 ])  # fmt: skip
 def test_stored_tile_is_what_the_descriptor_reads(
-    mn_total: int, k_total: int, mn_major: bool, n_inst: int
+    mn_total: int, k_total: int, mn_major: bool, n_inst: int, eb: int
 ) -> None:
-    eb = 2
+    kk = 32 // eb  # the instruction's K: 32 bytes
     rows, cols = (k_total, mn_total) if mn_major else (mn_total, k_total)
     tile = SwizzledTile(rows, cols, eb, swizzle_width(cols, eb))
     desc = tile.descriptor(mn_major)
-    for mn0, ks in itertools.product(range(0, mn_total, n_inst), range(k_total // 16)):
-        start = WgmmaLowering._static_start(tile, mn_major, mn0, ks * 16)
-        for mn, k in itertools.product(range(n_inst), range(16)):
-            stored = tile.offset(ks * 16 + k, mn0 + mn) if mn_major else tile.offset(mn0 + mn, ks * 16 + k)
+    for mn0, ks in itertools.product(range(0, mn_total, n_inst), range(k_total // kk)):
+        start = WgmmaLowering._static_start(tile, mn_major, mn0, ks * kk)
+        for mn, k in itertools.product(range(n_inst), range(kk)):
+            stored = tile.offset(ks * kk + k, mn0 + mn) if mn_major else tile.offset(mn0 + mn, ks * kk + k)
             assert hw_address(start, desc, mn_major, mn, k, eb) == stored, (mn0, ks, mn, k)
 
 
@@ -97,7 +101,8 @@ def tutorial() -> str:
 
 
 def compile_tutorial(cfg: tuple, target: str = "cuda:sm_90a", m: int = 4096, n: int = 4096, k: int = 4096,
-                     trans_a: bool = False, trans_b: bool = False, dtype: str = "*fp16"):  # fmt: skip
+                     trans_a: bool = False, trans_b: bool = False, dtype: str = "*fp16", b_dtype: str | None = None,
+                     out: str = "*fp16"):  # fmt: skip
     bm, bn, bk, nw, ns = cfg
     vals = dict(
         zip(
@@ -114,7 +119,7 @@ def compile_tutorial(cfg: tuple, target: str = "cuda:sm_90a", m: int = 4096, n: 
             if v == 1 or v % 16 == 0
         }
     )
-    sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp16", **dict.fromkeys(vals, "i32")}
+    sig = {"a_ptr": dtype, "b_ptr": b_dtype or dtype, "c_ptr": out, **dict.fromkeys(vals, "i32")}
     consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
     return compile_kernel(tutorial(), "matmul_kernel", signature=sig, constexprs=consts, hints=hints,
                           options=CompileOptions(target=target, num_warps=nw, num_stages=ns), emit="cubin")  # fmt: skip
@@ -164,3 +169,75 @@ def test_sm_90_takes_sm_90a_only_for_wgmma_dots() -> None:
     assert small.target == "cuda:sm_90" and ".target sm_90\n" in small.ptx
     sm80 = compile_tutorial((128, 128, 32, 4, 4), target="cuda:sm_80")
     assert sm80.target == "cuda:sm_80" and "wgmma" not in sm80.ptx and "mma.sync" in sm80.ptx
+
+
+# ---- tf32 and fp8 (K-major operands only) ------------------------------------------------------------
+
+KINDS = {"*fp32": "tf32", "*fp8e4nv": "e4m3", "*fp8e5": "e5m2"}
+
+
+@pytest.mark.parametrize(("a_t", "b_t"), [("*fp32", "*fp32"), ("*fp8e4nv", "*fp8e4nv"), ("*fp8e5", "*fp8e5"),
+                                          ("*fp8e4nv", "*fp8e5"), ("*fp8e5", "*fp8e4nv")])  # fmt: skip
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(False, False), (False, True), (True, False), (True, True)])
+def test_tf32_and_fp8_matmul_on_wgmma(a_t: str, b_t: str, trans_a: bool, trans_b: bool) -> None:
+    """f32 (tf32 by default) and fp8 inputs on wgmma (k8 / k32, f32 accumulate) with no transpose flags:
+    an operand contiguous along K is copied into the ring, one contiguous along M or N is loaded and
+    staged K-major (B as N x K) every iteration; the wgmma group stays in flight only with both in
+    the ring. Masked edges (1000 x 1000 x 1008) and a K-major B (trans_b) included."""
+    bk = 32 if a_t == "*fp32" else 64
+    art = compile_tutorial((128, 128, bk, 8, 3), m=1000, n=1000, k=1008, trans_a=trans_a, trans_b=trans_b,
+                           dtype=a_t, b_dtype=b_t, out="*fp32")  # fmt: skip
+    text = art.ptx
+    assert art.target == "cuda:sm_90a" and art.binary[:4] == b"\x7fELF" and "mma.sync" not in text
+    kk = 8 if a_t == "*fp32" else 32
+    inst = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k(\d+)\.f32\.(\w+)\.(\w+) .*p, 1, 1;", text)
+    assert inst == [(str(kk), KINDS[a_t], KINDS[b_t])] * (bk // kk)  # one warpgroup along M per m64 tile
+    ringed = (not trans_a) + trans_b  # operands contiguous along K
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global", text)) > 0 if ringed else "cp.async" not in text
+    assert art.metadata["pipelined_loops"] == (1 if ringed else 0)
+    assert ("wgmma.wait_group.sync.aligned 1;" in text) == (ringed == 2)
+
+
+def test_tf32_ieee_and_tf32x3_on_sm_90a() -> None:
+    """input_precision: tf32 takes wgmma; ieee stays exact f32 on FMAs (no tensor cores); tf32x3 takes
+    mma.sync m16n8k8, three products per tile (small*big, big*small, big*big); those two build for sm_90."""
+    src = tutorial().replace("tl.dot(a, b, accumulator)", "tl.dot(a, b, accumulator, input_precision=PREC)")
+    assert src != tutorial()
+    for prec, wg in (("'tf32'", True), ("'ieee'", False), ("'tf32x3'", False)):  # 64x64x32: 2x2 warps, 2x4 tiles
+        sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", **dict.fromkeys(NAMES, "i32")}
+        consts = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+        art = compile_kernel(src.replace("PREC", prec), "matmul_kernel", signature=sig, constexprs=consts,
+                             options=CompileOptions(target="cuda:sm_90", num_warps=4, num_stages=3), emit="cubin")  # fmt: skip
+        assert ("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32" in art.ptx) == wg
+        assert art.target == ("cuda:sm_90a" if wg else "cuda:sm_90")
+        n_mma = len(re.findall(r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32", art.ptx))
+        assert n_mma == (3 * 8 * 4 if prec == "'tf32x3'" else 0)  # 8 tiles per warp, 4 K steps of 8
+        assert ("fma.rn.f32" in art.ptx) == (prec == "'ieee'")
+
+
+def test_fp8_dots_that_wgmma_cannot_take_run_on_mma_sync_as_f16() -> None:
+    """2 warps (no warpgroup) on sm_90a, and sm_80: the fp8 operands staged as f16 for mma.sync m16n8k16."""
+    for target, nw in (("cuda:sm_90a", 2), ("cuda:sm_80", 4)):
+        art = compile_tutorial((64, 64, 32, nw, 3), target=target, m=500, n=300, k=200, dtype="*fp8e4nv",
+                               b_dtype="*fp8e5", out="*fp32")  # fmt: skip
+        assert "wgmma" not in art.ptx and "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in art.ptx
+        assert art.metadata["pipelined_loops"] == 0 and art.binary[:4] == b"\x7fELF"
+
+
+def test_fp8_with_an_f16_accumulator_on_wgmma() -> None:
+    """fp8 operands and an f16 accumulator (tl.dot(a, b, acc) with acc f16): wgmma's .f16 result, two halves
+    per accumulator register (n/4 of them: 32 for m64n128), never left in flight across iterations; on
+    sm_80 the FMA path (mma.sync accumulates fp8-as-f16 in f32 only here)."""
+    src = tutorial().replace("dtype=tl.float32)", "dtype=tl.float16)")
+    assert src != tutorial()
+    sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e5", "c_ptr": "*fp16", **dict.fromkeys(NAMES, "i32")}
+    hints = {p: {"divisibility": 16} for p in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn")}
+    hints |= {p: {"equal_to_1": True} for p in ("stride_ak", "stride_bk", "stride_cn")}
+    for target, wg, (bm, bk, nw) in (("cuda:sm_90a", True, (128, 64, 8)), ("cuda:sm_80", False, (64, 32, 4))):
+        consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bm, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+        art = compile_kernel(src, "matmul_kernel", signature=sig, constexprs=consts, hints=hints,
+                             options=CompileOptions(target=target, num_warps=nw, num_stages=3), emit="cubin")  # fmt: skip
+        inst = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f16\.e4m3\.e5m2 \{([^}]*)\}", art.ptx)
+        assert len(inst) == (2 if wg else 0) and all(len(x.split(",")) == 32 for x in inst)
+        assert ("wgmma.wait_group.sync.aligned 1;" in art.ptx) is False and art.binary[:4] == b"\x7fELF"
+        assert wg or ("mma" not in art.ptx and "fma.rn" in art.ptx)

@@ -13,6 +13,7 @@ import pytest
 from tilec import client
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import build_ir, read_kernel
+from tilec.compiler.interp import run_kernel
 from tilec.compiler.ir import print_module
 
 HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
@@ -66,6 +67,26 @@ def test_dot_of_fp8_inputs_on_cpu(fmt: str) -> None:
     client.jit(DOT, "dot")[(1,)](a, b, c, M=16, N=16, K=32)
     want = a.astype(np.float64) @ b.astype(np.float64)  # products are exact; sums of 32 stay close
     np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize(("fa", "fb"), [("float8e4nv", "float8e5"), ("float8e5", "float8e4nv")])
+def test_dot_of_mixed_fp8_formats_on_cpu_and_the_interpreter(fa: str, fb: str) -> None:
+    """e4m3 x e5m2 (either way round) is a valid tl.dot, as in Triton: the cpu target and the reference
+    interpreter both take the exact products of the two formats' values."""
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((16, 32)) * 4).astype(FP8[fa])
+    b = (rng.standard_normal((32, 16)) * 4).astype(FP8[fb])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    c = np.zeros((16, 16), np.float32)
+    client.jit(DOT, "dot")[(1,)](a, b, c, M=16, N=16, K=32)
+    np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-5)
+    sig = {"a_ptr": "*fp8" + fa[6:], "b_ptr": "*fp8" + fb[6:], "c_ptr": "*fp32"}
+    module = build_ir(read_kernel(DOT, "dot"), sig, {"M": 16, "N": 16, "K": 32})
+    text = print_module(module)
+    assert f"tile<16x32xf{fa[5:]}>" in text and f"tile<32x16xf{fb[5:]}>" in text  # float8e4nv -> f8e4nv
+    ref = [a.view(np.uint8).copy(), b.view(np.uint8).copy(), np.zeros((16, 16), np.float32)]  # fp8 as its bytes
+    run_kernel(module, "dot", ref, (1,))
+    np.testing.assert_allclose(ref[2], want, rtol=1e-6, atol=1e-5)
 
 
 def test_signature_spellings_reach_the_ir() -> None:

@@ -133,7 +133,7 @@ def scan_layout(shape: tuple[int, ...], axis: int, num_warps: int) -> Layout:
 class MmaSpec:
     """How one `dot` runs on the tensor cores (mma.sync): operand kind, instruction shape, warp grid."""
 
-    kind: str  # "f16", "bf16", "tf32", "s8", "u8"
+    kind: str  # "f16", "bf16", "tf32", "tf32x3", "s8", "u8"
     k: int  # the instruction's K (8 for tf32, 16 for 16-bit operands, 32 for 8-bit)
     wm: int  # warps along M
     wn: int  # warps along N
@@ -155,23 +155,39 @@ def is_pow2_shape(shape: tuple[int, ...]) -> bool:
     return all(s > 0 and s & (s - 1) == 0 for s in shape)
 
 
+WGMMA_K = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32}  # the instruction's K: 32 bytes of each
+
+
 @dataclass(frozen=True)
 class WgmmaSpec:
     """How one `dot` runs on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a): both operands in shared
     memory, warpgroups of 4 warps in a wm x wn grid (M first), each taking `mrep` m64 tiles by `n`
-    columns (one m64nNk16 instruction per m64 tile and K step of 16)."""
+    columns (one m64nNkK instruction per m64 tile and K step, K = 32 bytes of the operand type)."""
 
-    kind: str  # "f16", "bf16"
+    kind: str  # A's type: "f16", "bf16", "tf32", "e4m3", "e5m2"
     wm: int  # warpgroups along M
     wn: int  # warpgroups along N
     mrep: int  # m64 tiles per warpgroup
     n: int  # the instruction's N: columns per warpgroup
+    b_kind: str = ""  # B's type where it differs from A's (fp8 only: e4m3 x e5m2 and the reverse)
+    acc: str = "f32"  # the accumulator: f32, or f16 (fp8 operands with an f16 accumulator)
 
-    k = 16
+    @property
+    def kinds(self) -> tuple[str, str]:
+        return self.kind, self.b_kind or self.kind
+
+    @property
+    def k(self) -> int:
+        return WGMMA_K[self.kind]
+
+    @property
+    def k_major(self) -> bool:
+        """Both operands must be K-major in shared memory: wgmma transposes 16-bit types only."""
+        return self.kind not in ("f16", "bf16")
 
 
 def wgmma_layout(shape: tuple[int, ...], spec: WgmmaSpec, num_warps: int) -> Layout:
-    """The accumulator layout of m64nNk16 (f32): each warp of a warpgroup holds 16 rows as the m16n8
+    """The accumulator layout of m64nNkK (f32, any operand type): each warp of a warpgroup holds 16 rows as the m16n8
     mma.sync fragment, repeated every 8 columns; registers of further m64 tiles follow; warpgroups
     take blocks of mrep*64 rows (M first), then of n columns."""
     reg = [(0, 1), (8, 0)] + [(0, 8 << i) for i in range(log2(spec.n // 8))] + [(64 << i, 0) for i in range(log2(spec.mrep))]

@@ -1,6 +1,8 @@
 """`dot` on the tensor cores (mma.sync, sm_80+) for the cuda lowering: f16/bf16 -> f32 (m16n8k16),
-f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32) and s8/u8 -> s32
-(m16n8k32).
+f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32), f32 with tf32x3 ->
+f32 (each operand split into a tf32 big part and the tf32 rounding of the rest, three m16n8k8 products
+small*big + big*small + big*big, as Triton defines it) and s8/u8 -> s32 (m16n8k32). fp8 (e4m3, e5m2, either for A and B) has no mma.sync: its operands are staged as f16, which
+holds every fp8 value exactly, and the dot runs as an f16 one (the plan says f16).
 
 Both operands sit row-major in shared memory (staged from registers here, or copied by cp.async into
 a pipelined loop's ring, pipelined.py), each row padded (gpu_pipeline.operand_stride) so the
@@ -15,14 +17,24 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ...ir.core import Operation
-from ...ir.types import elem_type
+from ...ir.types import ScalarType, elem_type
 from . import ops
 from .layouts import Layout, MmaSpec, log2
 from .plan import operand_stride
 
+F16 = ScalarType("f16")
+TF32_KINDS = ("tf32", "tf32x3")
+PRODUCTS = {"tf32x3": ((1, 0), (0, 1), (0, 0))}  # small*big + big*small first, then big*big (as Triton)
+
 
 def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
+
+
+def stored_elem(v) -> ScalarType:
+    """The type a dot operand is staged in: fp8 as f16 (exact), others as they are."""
+    e = elem_type(v.type)
+    return F16 if e.is_fp8 else e
 
 
 class MmaLowering:
@@ -33,7 +45,7 @@ class MmaLowering:
             return
         a, c = op.operands[0], op.operands[2]
         k = a.type.shape[1]
-        eight = elem_type(a.type).bits == 8
+        eight = spec.kind in ("s8", "u8")
         lay = self.layout_of(op.result)
         ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride) in a pipelined loop's ring
         staged = [i for i in (0, 1) if ring[i] is None]
@@ -53,7 +65,8 @@ class MmaLowering:
             for mi in range(spec.mrep):
                 for ni in range(spec.nrep):
                     r = 4 * (ni + spec.nrep * mi)
-                    acc[r : r + 4] = self.mma(spec, afr[mi], bfr[ni], acc[r : r + 4])
+                    for pa, pb in PRODUCTS.get(spec.kind, ((0, 0),)):  # (part of A, part of B)
+                        acc[r : r + 4] = self.mma(spec, afr[mi][pa], bfr[ni][pb], acc[r : r + 4])
         self.define(op.result, lay, acc)
 
     def ring_operand(self, op: Operation, index: int):
@@ -63,7 +76,7 @@ class MmaLowering:
         """Store the register operands row-major into scratch (8-bit B transposed); their (base, stride)."""
         a, b, c = op.operands
         (m, k), n = a.type.shape, c.type.shape[1]
-        eb = elem_type(a.type).bits // 8
+        eb = stored_elem(a).bits // 8
         shapes = {0: (m, k), 1: (n, k) if eight else (k, n)}
         strides = {i: operand_stride(spec.kind, i, shapes[i], eb) for i in staged}
         offs, total = {}, 0
@@ -83,8 +96,9 @@ class MmaLowering:
         return out
 
     def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, eight: bool) -> list[list]:
+        """Per n8 tile, the parts (_tf32) of its B fragment."""
         bld = self.b
-        if spec.kind == "tf32":  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
+        if spec.kind in TF32_KINDS:  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
             rows = [ks * 8 * b_stride, (ks * 8 + 4) * b_stride]
             return [self._tf32(spec, [self.ld_shared(bld.add(b_base, _c(r + ni * 32))) for r in rows]) for ni in range(spec.nrep)]
         bfr: list[list] = []
@@ -92,7 +106,7 @@ class MmaLowering:
             count = 4 if nj + 1 < spec.nrep else 2
             off = nj * 8 * b_stride + ks * 32 if eight else ks * 16 * b_stride + nj * 16
             regs = self.ldmatrix(bld.add(b_base, _c(off)), count, not eight)
-            bfr.extend(regs[i : i + 2] for i in range(0, count, 2))
+            bfr.extend([regs[i : i + 2]] for i in range(0, count, 2))
         return bfr
 
     # ---- staging -------------------------------------------------------------------------------
@@ -100,7 +114,8 @@ class MmaLowering:
     def _stage(self, v, vals: list, lay: Layout, byte_base: int, stride: int, transpose: bool) -> None:
         """Write tile `v` (registers `vals` in layout `lay`) row-major (or transposed) at `byte_base`,
         in the widest vector stores its layout allows."""
-        e = elem_type(v.type)
+        e = stored_elem(v)
+        fp8 = elem_type(v.type).is_fp8
         eb = e.bits // 8
         row_d, col_d = (1, 0) if transpose else (0, 1)
         w = min(lay.contiguous_vec(col_d), 16 // eb, v.type.shape[col_d])
@@ -115,7 +130,10 @@ class MmaLowering:
                 continue
             coord = lay.reg_coord(r0)
             ptr = self.smem_at(bld.add(base, _c(coord[row_d] * stride + coord[col_d] * eb)))
-            xs = [ops.to_mem(bld, e, vals[r0 + i]) for i in range(w)]
+            xs = [
+                bld.fptrunc(vals[r0 + i], ops.F16) if fp8 else ops.to_mem(bld, e, vals[r0 + i])
+                for i in range(w)
+            ]
             if w == 1:
                 bld.store(xs[0], ptr, align=eb)
                 continue
@@ -141,7 +159,7 @@ class MmaLowering:
         # (f16: columns +8; tf32: columns +4, the a2/a3 registers of m16n8k8)
         a_row = pb.add(wrow, pb.add(l8, pb.shl(l3, _c(3))))
         a_off = pb.add(pb.mul(a_row, _c(a_stride)), pb.shl(l4, _c(4)))
-        if spec.kind == "tf32":  # B (K x N) words: row k = lane % 4, column n = lane / 4
+        if spec.kind in TF32_KINDS:  # B (K x N) words: row k = lane % 4, column n = lane / 4
             b_off = pb.add(pb.mul(pb.and_(lane, _c(3)), _c(b_stride)), pb.shl(pb.add(wcol, pb.lshr(lane, _c(2))), _c(2)))
         elif eight:  # B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16, lanes 16-31 rows + 8
             b_row = pb.add(wcol, pb.add(l8, pb.shl(l4, _c(3))))
@@ -167,15 +185,22 @@ class MmaLowering:
         asm = ir.InlineAsm(ir.FunctionType(ops.I32, [ops.I32]), "ld.shared.b32 $0, [$1];", "=r,r,~{memory}", side_effect=True)
         return self.b.call(asm, [addr])
 
-    def _tf32(self, spec: MmaSpec, regs: list) -> list:
-        """f32 operand words rounded to tf32 (to nearest, ties away), as cvt.rna does; others as they are."""
-        if spec.kind != "tf32":
-            return regs
+    def _tf32(self, spec: MmaSpec, regs: list) -> list[list]:
+        """The parts of a fragment the products take: f32 operand words rounded to tf32 (to nearest, ties
+        away, as cvt.rna does); for tf32x3 also the tf32 rounding of what that leaves (x - big is exact in
+        f32); other kinds' words as they are."""
+        if spec.kind not in TF32_KINDS:
+            return [regs]
+        bld = self.b
         asm = ir.InlineAsm(ir.FunctionType(ops.I32, [ops.I32]), "cvt.rna.tf32.f32 $0, $1;", "=r,r")
-        return [self.b.call(asm, [r]) for r in regs]
+        big = [bld.call(asm, [r]) for r in regs]
+        if spec.kind == "tf32":
+            return [big]
+        f32 = [(bld.bitcast(r, ops.F32), bld.bitcast(h, ops.F32)) for r, h in zip(regs, big, strict=True)]
+        return [big, [bld.call(asm, [bld.bitcast(bld.fsub(x, h), ops.I32)]) for x, h in f32]]
 
     def mma(self, spec: MmaSpec, a: list, b: list, c: list) -> list:
-        if spec.kind == "tf32":
+        if spec.kind in TF32_KINDS:
             shape, out, acc_t = "m16n8k8.row.col.f32.tf32.tf32.f32", "=f", ops.F32
         elif spec.kind in ("f16", "bf16"):
             shape, out, acc_t = f"m16n8k16.row.col.f32.{spec.kind}.{spec.kind}.f32", "=f", ops.F32

@@ -265,7 +265,8 @@ class PipelineLowering:
         registers pass through it), as Triton's schedule does; None when it may not."""
         body = op.regions[0].block
         dots = [o for o in body.ops if o.name == "dot" and isinstance(self.plan.mma.get(o), WgmmaSpec)]
-        if len(dots) < 2 or not MMA_IN_FLIGHT_ACROSS:
+        f16_acc = any(self.plan.mma[o].acc != "f32" for o in dots)  # packed halves: never read in flight
+        if len(dots) < 2 or not MMA_IN_FLIGHT_ACROSS or f16_acc:
             return (dots[0], dots[-1], None) if len(dots) >= 2 else None
         first, last = dots[0], dots[-1]
         term = body.terminator

@@ -9,8 +9,10 @@ decision is golden-testable as text), and the plans the lowering reads back from
   tile param (helper)  gpu.layout = "<layout>"
   strong tile values   gpu.strong = true on the op (a list of one bool per result on the ops above) or param:
                        the layout came from memory, a reduction or a carried value, not from index math
-  dot on tensor cores  gpu.mma = "f16 k=16 warps=2x2 reps=2x4" (mma.sync), or
-                       gpu.mma = "wgmma f16 warpgroups=2x1 reps=1 n=256" (warpgroup MMA, sm_90a)
+  dot on tensor cores  gpu.mma = "f16 k=16 warps=2x2 reps=2x4" (mma.sync; fp8 operands run as f16), or
+                       gpu.mma = "wgmma f16 warpgroups=2x1 reps=1 n=256" (warpgroup MMA, sm_90a; the
+                       kind is f16, bf16, tf32, e4m3, e5m2, or e4m3.e5m2 / e5m2.e4m3 for A.B;
+                       "acc=f16" at the end for fp8 operands with an f16 accumulator)
   pipelined for        gpu.stages = S; each load it copies into its cp.async ring has gpu.ring_offset and
                        gpu.ring_stride (bytes in a stage) and gpu.copy_width (elements per cp.async);
                        a ring that wgmma reads also has gpu.ring_swizzle (bytes) and gpu.ring_contig (the
@@ -77,7 +79,7 @@ PAD_TF32_B = 32  # tf32 B is read with 32-bit loads (lanes: 4 rows x 8 columns):
 
 def operand_stride(kind: str, operand: int, shape: tuple[int, ...], ebytes: int) -> int:
     """Bytes between the rows of a dot operand staged row-major in shared memory (A: M x K, B: K x N)."""
-    pad = PAD_TF32_B if kind == "tf32" and operand == 1 else PAD
+    pad = PAD_TF32_B if kind in ("tf32", "tf32x3") and operand == 1 else PAD
     return shape[1] * ebytes + pad
 
 
@@ -120,12 +122,16 @@ def parse_layout(text: object, shape: tuple[int, ...], op: Operation | None = No
 
 def format_mma(spec: MmaSpec | WgmmaSpec) -> str:
     if isinstance(spec, WgmmaSpec):
-        return f"wgmma {spec.kind} warpgroups={spec.wm}x{spec.wn} reps={spec.mrep} n={spec.n}"
+        kind = spec.kind + (f".{spec.b_kind}" if spec.b_kind else "")
+        acc = f" acc={spec.acc}" if spec.acc != "f32" else ""
+        return f"wgmma {kind} warpgroups={spec.wm}x{spec.wn} reps={spec.mrep} n={spec.n}{acc}"
     return f"{spec.kind} k={spec.k} warps={spec.wm}x{spec.wn} reps={spec.mrep}x{spec.nrep}"
 
 
-_MMA_RE = re.compile(r"(f16|bf16|tf32|s8|u8) k=(\d+) warps=(\d+)x(\d+) reps=(\d+)x(\d+)")
-_WGMMA_RE = re.compile(r"wgmma (f16|bf16) warpgroups=(\d+)x(\d+) reps=(\d+) n=(\d+)")
+_MMA_RE = re.compile(r"(f16|bf16|tf32x3|tf32|s8|u8) k=(\d+) warps=(\d+)x(\d+) reps=(\d+)x(\d+)")
+_WGMMA_RE = re.compile(
+    r"wgmma (f16|bf16|tf32|e4m3|e5m2)(?:\.(e4m3|e5m2))? warpgroups=(\d+)x(\d+) reps=(\d+) n=(\d+)(?: acc=(f16))?"
+)
 
 
 def parse_mma(text: object, op: Operation) -> MmaSpec | WgmmaSpec:
@@ -137,8 +143,14 @@ def parse_mma(text: object, op: Operation) -> MmaSpec | WgmmaSpec:
     if m is None:
         raise CompileError(f"cuda: {text!r} is not an mma plan (like \"f16 k=16 warps=2x2 reps=2x4\" or "
                            "\"wgmma f16 warpgroups=2x1 reps=1 n=256\")", **error_location(op.loc))  # fmt: skip
-    kind, *nums = m.groups()
-    spec = WgmmaSpec(kind, *map(int, nums))
+    kind, b_kind, *nums, acc = m.groups()
+    if b_kind is not None and (kind not in ("e4m3", "e5m2") or b_kind == kind):
+        raise CompileError(f"cuda: wgmma mixes operand types only for e4m3 with e5m2, not {kind}.{b_kind}",
+                           **error_location(op.loc))  # fmt: skip
+    if acc is not None and kind not in ("e4m3", "e5m2"):
+        raise CompileError(f"cuda: wgmma accumulates in f16 here only for fp8 operands, not {kind}",
+                           **error_location(op.loc))  # fmt: skip
+    spec = WgmmaSpec(kind, *map(int, nums), b_kind or "", acc or "f32")
     if spec.n % 8 or not 8 <= spec.n <= 256:
         raise CompileError(f"cuda: wgmma takes N from 8 to 256 in steps of 8, not {spec.n}", **error_location(op.loc))
     return spec

@@ -13,7 +13,6 @@ from __future__ import annotations
 from ...artifact import arch_specific, parse_target
 from ...errors import CompileError
 from ...ir.core import Function, Module
-from ...ir.types import is_fp8
 from ...ir.verifier import verify_module
 from ...passes.manager import PassManager
 from ...tir import tir_stage
@@ -61,13 +60,6 @@ def _check_shapes(fn: Function) -> None:
                                    "(the cpu target runs any shape)", **where)  # fmt: skip
 
 
-def _check_fp8_dots(fn: Function) -> None:
-    for op in fn.walk():
-        if op.name == "dot" and is_fp8(op.operands[0].type):
-            where = {"filename": op.loc.file, "line": op.loc.line, "col": op.loc.col} if op.loc else {}
-            raise CompileError("fp8 dot on cuda is not built yet (the cpu target and the interpreter run it)", **where)
-
-
 def gpu_tir(module: Module, meta: dict) -> Module:
     """The kernel alone (the tir stage inlined every helper), through the cuda passes."""
     opts = meta["options"]
@@ -77,7 +69,6 @@ def gpu_tir(module: Module, meta: dict) -> Module:
     fn = _kernel(module, meta.get("kernel_name"))
     meta["kernel_name"] = fn.name
     _check_shapes(fn)
-    _check_fp8_dots(fn)
     wgmma = _wants_wgmma(meta)
     passes = [GpuDotAccPass(), GpuLayoutPass(num_warps=nw, sm=_sm(meta), wgmma=wgmma),
               GpuPipelinePass(num_stages=opts.num_stages, wgmma_pending=WGMMA_PENDING)]  # fmt: skip

@@ -1,10 +1,15 @@
-"""`dot` on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a) for the cuda lowering: f16/bf16 -> f32,
-m64nNk16, both operands read from swizzled shared-memory tiles (swizzle.py) through matrix descriptors.
+"""`dot` on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a) for the cuda lowering: f16/bf16 -> f32
+(m64nNk16), f32 with input_precision tf32 -> f32 (m64nNk8) and fp8 -> f32 (m64nNk32, e4m3 and e5m2 for
+A and B independently); both operands read from swizzled shared-memory tiles (swizzle.py) through
+matrix descriptors.
 
 Operands come from a pipelined loop's ring (pipelined.py copies them there, stored along the dimension
 that is contiguous in memory: K-major or MN-major) or are staged here from registers (A K-major,
-B N-major). Each warpgroup (4 consecutive warps) issues one instruction per m64 tile and K step of 16
-over its columns; the accumulator stays in the wgmma layout (layouts.wgmma_layout): register
+B N-major). wgmma transposes 16-bit types only, so tf32 and fp8 operands are K-major throughout: the
+ring takes them only where K is contiguous in memory, and B is staged transposed (rows N). tf32 takes
+the f32 bits as they are (the tensor cores use their tf32 part, as Triton's Hopper path does), not
+rounded with cvt.rna as the mma.sync path does. Each warpgroup (4 consecutive warps) issues one
+instruction per m64 tile and K step (32 bytes of K) over its columns; the accumulator stays in the wgmma layout (layouts.wgmma_layout): register
 (n/2) * mi + 4 * j + c of a thread holds element c of its 16-row slice of the m16n8 fragment j of
 m64 tile mi. The issue is fenced (wgmma.fence), committed as one group and waited for at once, or,
 in a loop planned with gpu.mma_pending = 1, with one group left in flight; in a loop of several wgmma
@@ -32,13 +37,22 @@ def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
 
 
+def staged_tile(spec: WgmmaSpec, v, index: int) -> tuple[SwizzledTile, int]:
+    """The swizzled tile that dot operand `index` (`v`) is staged into from registers, and the operand
+    dimension stored contiguously: A K-major (rows M); B N-major (rows K), or K-major (rows N) where
+    wgmma takes only K-major operands (spec.k_major)."""
+    shape, eb = v.type.shape, elem_type(v.type).bits // 8
+    d = 0 if index == 1 and spec.k_major else 1
+    return SwizzledTile(shape[1 - d], shape[d], eb, swizzle_width(shape[d], eb)), d
+
+
 def a_fragment_layout(op: Operation, spec: WgmmaSpec, num_warps: int) -> Layout | None:
     """The layout in which A (M x K) feeds wgmma from registers: per warpgroup and m64 tile, m64nNk16's
     A fragment for each K step of 16 (rows g and g+8, columns 2t, 2t+1 and those +8) is the accumulator
     fragment of an m64nKk16 over the same rows, in register order; so a dot whose result has N == K of
     this one (with the same warpgroup split of M) hands its result over as is. None where A cannot come
-    from registers: warpgroups split along N."""
-    if spec.wn != 1:
+    from registers: warpgroups split along N, or a type other than f16/bf16 (their fragments differ)."""
+    if spec.wn != 1 or spec.k_major:
         return None
     m, k = op.operands[0].type.shape
     return wgmma_layout((m, k), WgmmaSpec(spec.kind, spec.wm, 1, spec.mrep, k), num_warps)
@@ -61,7 +75,7 @@ class WgmmaLowering:
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
         vals = {i: self.get(op.operands[i], lays[i]) for i in staged}  # every register before staging begins
         a_regs = self._pack_fragment(op.operands[0], a_frag) if a_frag is not None else None
-        acc = list(self.get(c, lay))
+        acc = self._acc_words(spec, list(self.get(c, lay)))
         if staged:
             tiles = self._stage_wgmma(op, staged, vals, lays, tiles)
         b_base, b_tile, b_mn = tiles[1]
@@ -76,15 +90,15 @@ class WgmmaLowering:
             a_desc = ir.Constant(I64, a_tile.descriptor(a_mn))
             a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
         self.wgmma_fence()
-        per = spec.n // 2
-        for ks in range(k // 16):
-            b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * 16)))
+        per = len(acc) // spec.mrep  # accumulator registers per m64 tile
+        for ks in range(k // spec.k):
+            b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * spec.k)))
             bd = bld.add(b_desc, bld.zext(bld.lshr(b_off, _c(4)), I64))
             for mi in range(spec.mrep):
                 if a_regs is not None:  # m64 tile mi, K step ks: 4 words, in register order
                     a = a_regs[mi * k // 4 + 4 * ks : mi * k // 4 + 4 * ks + 4]
                 else:
-                    a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * 16)))
+                    a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * spec.k)))
                     a = bld.add(a_desc, bld.zext(bld.lshr(a_off, _c(4)), I64))
                 acc[mi * per : (mi + 1) * per] = self.wgmma(spec, a, bd, acc[mi * per : (mi + 1) * per],
                                                             a_regs is None and a_mn, b_mn)  # fmt: skip
@@ -109,6 +123,19 @@ class WgmmaLowering:
             acc = waited[: len(acc)]
             self.define(arg, arg_lay, waited[len(acc) :])
         self.define(op.result, lay, acc)
+
+    def _acc_words(self, spec: WgmmaSpec, acc: list) -> list:
+        """The accumulator as wgmma takes it: f32 registers as they are; an f16 accumulator two halves per
+        32-bit word (lower column low), unpacked again by wgmma_wait."""
+        if spec.acc != "f16":
+            return acc
+        bld, words = self.b, []
+        for r in range(0, len(acc), 2):
+            vec = ir.Constant(ir.VectorType(ops.F16, 2), None)
+            for i in (0, 1):
+                vec = bld.insert_element(vec, acc[r + i], _c(i))
+            words.append(bld.bitcast(vec, ops.I32))
+        return words
 
     def _pack_fragment(self, v, frag: Layout) -> list:
         """The registers of A in its fragment layout, two 16-bit elements per 32-bit word (lower column low)."""
@@ -145,8 +172,7 @@ class WgmmaLowering:
                 frag = a_fragment_layout(dot, spec, self.num_warps) if i == 0 else None
                 if frag is not None and A_FROM_REGISTERS and self.layout_of(v) == frag:
                     continue  # read from registers
-                shape, eb = v.type.shape, elem_type(v.type).bits // 8
-                out.append((dot, i, SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))))
+                out.append((dot, i, staged_tile(spec, v, i)[0]))
         return out
 
     def stage_invariants(self, found: list, at: int, reuse: frozenset = frozenset()) -> int:
@@ -159,9 +185,10 @@ class WgmmaLowering:
         off = at
         for n, ((dot, i, tile), regs) in enumerate(zip(found, vals, strict=True)):
             v = dot.operands[i]
+            d = staged_tile(self.plan.mma[dot], v, i)[1]
             if n not in reuse:
-                self._stage_swizzled(v, regs, self.layout_of(v), tile, off)
-            self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1)
+                self._stage_swizzled(v, regs, self.layout_of(v), tile, off, d)
+            self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1 and d == 1)
             off = align(off + tile.nbytes)
         self.smem_base = saved
         if len(reuse) < len(found):
@@ -201,34 +228,40 @@ class WgmmaLowering:
         return base, pl.tile(), mn_major
 
     def _stage_wgmma(self, op: Operation, staged: list, vals: dict, lays: dict, tiles: list) -> list:
-        """Store register operands into swizzled scratch tiles (A K-major: rows M; B N-major: rows K),
-        then fence them into the async proxy and sync the block."""
+        """Store register operands into swizzled scratch tiles (staged_tile), then fence them into the
+        async proxy and sync the block."""
         out = list(tiles)
-        offs, total, shapes = {}, 0, {}
+        spec = self.plan.mma[op]
+        offs, total, shapes, dims = {}, 0, {}, {}
         for i in staged:
-            shape = op.operands[i].type.shape
-            eb = elem_type(op.operands[i].type).bits // 8
-            shapes[i] = SwizzledTile(shape[0], shape[1], eb, swizzle_width(shape[1], eb))
+            shapes[i], dims[i] = staged_tile(spec, op.operands[i], i)
             offs[i], total = total, align(total + shapes[i].nbytes)
         base = align(self.smem_base) - self.smem_base  # scratch offsets are relative to smem_base
         self.reserve(base + total)
         if self.smem_dirty:
             self.barrier()
         for i in staged:
-            self._stage_swizzled(op.operands[i], vals[i], lays[i], shapes[i], base + offs[i])
+            self._stage_swizzled(op.operands[i], vals[i], lays[i], shapes[i], base + offs[i], dims[i])
         self.fence_async_shared()
         self.barrier()
         self.smem_dirty = True
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         for i in staged:
-            out[i] = (self.pb.add(smem, _c(self.smem_base + base + offs[i])), shapes[i], i == 1)
+            out[i] = (
+                self.pb.add(smem, _c(self.smem_base + base + offs[i])),
+                shapes[i],
+                i == 1 and dims[i] == 1,
+            )
         return out
 
-    def _stage_swizzled(self, v, vals: list, lay: Layout, tile: SwizzledTile, byte_base: int) -> None:
-        """Write tile `v` (registers `vals` in `lay`) into `tile` at scratch `byte_base`, in vectors of the
-        registers consecutive along the rows (at most 16 bytes: a vector never leaves its chunk)."""
+    def _stage_swizzled(
+        self, v, vals: list, lay: Layout, tile: SwizzledTile, byte_base: int, d: int = 1
+    ) -> None:
+        """Write tile `v` (registers `vals` in `lay`) into `tile` at scratch `byte_base`, its dimension `d`
+        along the stored rows, in vectors of the registers consecutive along d (at most 16 bytes: a
+        vector never leaves its chunk)."""
         e = elem_type(v.type)
-        w = min(lay.contiguous_vec(1), 16 // tile.ebytes, tile.cols)
+        w = min(lay.contiguous_vec(d), 16 // tile.ebytes, tile.cols)
         tc = self.thread_coord(lay)
         mt = ops.mem_type(e)
         bld = self.b
@@ -236,8 +269,10 @@ class WgmmaLowering:
         for r0 in range(0, lay.num_regs, w):
             if r0 not in unique:
                 continue
-            row, col = lay.reg_coord(r0)
-            off = self.swizzled_offset(tile, bld.add(tc[0], _c(row)), bld.add(tc[1], _c(col)))
+            coord = lay.reg_coord(r0)
+            off = self.swizzled_offset(
+                tile, bld.add(tc[1 - d], _c(coord[1 - d])), bld.add(tc[d], _c(coord[d]))
+            )
             ptr = self.smem_at(bld.add(off, _c(byte_base)))
             xs = [ops.to_mem(bld, e, vals[r0 + i]) for i in range(w)]
             if w == 1:
@@ -277,30 +312,40 @@ class WgmmaLowering:
 
     def wgmma_wait(self, acc: list, pending: int) -> list:
         """wgmma.wait_group `pending`, passing the accumulator registers through it so that no read of
-        them is scheduled before the wait."""
+        them is scheduled before the wait; an f16 accumulator's words (_acc_words) come back as halves."""
         n = len(acc)
+        t = acc[0].type if acc else ops.F32
         text = f"wgmma.wait_group.sync.aligned {pending};"
-        cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["~{memory}"])
-        asm = ir.InlineAsm(
-            ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [ops.F32] * n), text, cons, side_effect=True
-        )
+        cons = ",".join(["=f" if t == ops.F32 else "=r"] * n + [str(i) for i in range(n)] + ["~{memory}"])
+        asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([t] * n), [t] * n), text, cons, side_effect=True)
         res = self.b.call(asm, acc)
-        return [self.b.extract_value(res, i) for i in range(n)]
+        out = [self.b.extract_value(res, i) for i in range(n)]
+        if t != ops.I32:
+            return out
+        halves = [self.b.bitcast(w, ir.VectorType(ops.F16, 2)) for w in out]
+        return [self.b.extract_element(h, _c(i)) for h in halves for i in (0, 1)]
 
     def wgmma(self, spec: WgmmaSpec, a, b_desc, acc: list, a_mn: bool, b_mn: bool) -> list:
-        """One m64nNk16 wgmma accumulating into `acc` (n/2 f32 registers); `a` is A's descriptor, or its
-        4 fragment words when A comes from registers (no transpose flag for A then)."""
+        """One m64nNkK wgmma accumulating into `acc` (n/2 f32 registers, or n/4 words of two f16 for an
+        f16 accumulator); `a` is A's descriptor, or its
+        4 fragment words when A comes from registers (no transpose flag for A then). Types other than
+        f16/bf16 take no transpose flags at all (their operands are K-major)."""
         n = len(acc)
         regs = ", ".join(f"${i}" for i in range(n))
-        t = spec.kind
+        ta, tb = spec.kinds
         if isinstance(a, list):  # A's fragment words
-            a_text, a_cons, a_types, trans, args = "{" + ", ".join(f"${n + i}" for i in range(4)) + "}", ["r"] * 4, [ops.I32] * 4, "", a  # fmt: skip
+            a_text, a_cons, a_types, args = "{" + ", ".join(f"${n + i}" for i in range(4)) + "}", ["r"] * 4, [ops.I32] * 4, a  # fmt: skip
         else:  # A's descriptor
-            a_text, a_cons, a_types, trans, args = f"${n}", ["l"], [I64], f" {int(a_mn)},", [a]
+            a_text, a_cons, a_types, args = f"${n}", ["l"], [I64], [a]
+        trans = (
+            "" if spec.k_major else (f" {int(b_mn)}" if isinstance(a, list) else f" {int(a_mn)}, {int(b_mn)}")
+        )
+        trans = trans and "," + trans
         na = len(args)
-        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k16.f32.{t}.{t} "
-                f"{{{regs}}}, {a_text}, ${n + na}, p, 1, 1,{trans} {int(b_mn)}; }}")  # fmt: skip
-        cons = ",".join(["=f"] * n + a_cons + ["l", "r"] + [str(i) for i in range(n)])
-        fnty = ir.FunctionType(ir.LiteralStructType([ops.F32] * n), [*a_types, I64, ops.I32] + [ops.F32] * n)
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${n + na + 1}, 0; wgmma.mma_async.sync.aligned.m64n{spec.n}k{spec.k}.{spec.acc}.{ta}.{tb} "
+                f"{{{regs}}}, {a_text}, ${n + na}, p, 1, 1{trans}; }}")  # fmt: skip
+        at = ops.F32 if spec.acc == "f32" else ops.I32
+        cons = ",".join(["=f" if spec.acc == "f32" else "=r"] * n + a_cons + ["l", "r"] + [str(i) for i in range(n)])
+        fnty = ir.FunctionType(ir.LiteralStructType([at] * n), [*a_types, I64, ops.I32] + [at] * n)
         res = self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), [*args, b_desc, _c(1), *acc])
         return [self.b.extract_value(res, i) for i in range(n)]

@@ -8,10 +8,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ....ir.core import Function, Module, Operation, Value
-from ....ir.types import TileType, elem_type, shape_of
+from ....ir.types import TileType, elem_type, is_fp8, shape_of
 from ....passes.axis_analysis import AxisInfo, axis_analysis
 from ..layout_reshape import reshape_layout
-from ..layouts import Layout, MmaSpec, WgmmaSpec, blocked, log2, mma_layout, scan_layout, wgmma_layout
+from ..layouts import (
+    WGMMA_K,
+    Layout,
+    MmaSpec,
+    WgmmaSpec,
+    blocked,
+    log2,
+    mma_layout,
+    scan_layout,
+    wgmma_layout,
+)
 from ..plan import (
     ACCESS,
     BEFORE_LAYOUTS,
@@ -28,18 +38,22 @@ from ..plan import (
     is_lazy,
 )
 
-MMA_KINDS = {("f16", "f32"): ("f16", 16), ("bf16", "f32"): ("bf16", 16), ("i8", "i32"): ("s8", 32), ("u8", "i32"): ("u8", 32)}
+MMA_KINDS = {("f16", "f32"): ("f16", 16), ("bf16", "f32"): ("bf16", 16), ("i8", "i32"): ("s8", 32), ("u8", "i32"): ("u8", 32),
+             ("f8e4nv", "f32"): ("f16", 16), ("f8e5", "f32"): ("f16", 16)}  # fmt: skip
+# fp8 has no mma.sync: its operands are staged as f16 (every e4m3 and e5m2 value is one) and run as f16 dots
 
 
 def mma_spec(op: Operation, num_warps: int, sm: int) -> MmaSpec | None:
     """The mma.sync plan of a dot, or None where the FMA path must take it (sm < 80, other dtypes,
-    f32 dots that ask for ieee or tf32x3 precision, tiles smaller than one instruction)."""
+    f32 dots that ask for ieee precision, tiles smaller than one instruction). f32 dots with tf32x3
+    take three tf32 products (mma.py); fp8 dots (either format for A and B) are planned as f16 ones."""
     if sm < 80:
         return None
     a, _, c = op.operands
     kind = MMA_KINDS.get((elem_type(a.type).name, elem_type(c.type).name))
-    if elem_type(a.type).name == "f32" and elem_type(c.type).name == "f32" and op.attrs.get("input_precision") == "tf32":
-        kind = ("tf32", 8)
+    prec = op.attrs.get("input_precision")
+    if elem_type(a.type).name == "f32" and elem_type(c.type).name == "f32" and prec in ("tf32", "tf32x3"):
+        kind = (prec, 8)
     if kind is None:
         return None
     (m, k), n = a.type.shape, c.type.shape[1]
@@ -55,30 +69,49 @@ def mma_spec(op: Operation, num_warps: int, sm: int) -> MmaSpec | None:
     return MmaSpec(kind[0], kind[1], wm, wn, m // (16 * wm), n // (8 * wn))
 
 
-WGMMA_KINDS = {("f16", "f32"): "f16", ("bf16", "f32"): "bf16"}
+WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8e4nv": "e4m3", "f8e5": "e5m2"}
 WGMMA_MAX_ACC = 128  # f32 accumulator registers per thread; more would spill
+
+
+def wgmma_kinds(op: Operation) -> tuple[str, str] | None:
+    """wgmma's types of A and B for a dot with an f32 accumulator: f16, bf16, fp8 (e4m3/e5m2, mixed too),
+    and f32 with input_precision tf32 (ieee stays exact on the FMA path; tf32x3 takes mma.sync, which
+    splits the operands in registers, where wgmma would need split copies of its shared tiles); fp8
+    also with an f16 accumulator (wgmma's .f16 result)."""
+    a, b, c = op.operands
+    ea, eb = elem_type(a.type).name, elem_type(b.type).name
+    if elem_type(c.type).name != "f32" and not (elem_type(c.type).name == "f16" and is_fp8(a.type) and is_fp8(b.type)):
+        return None
+    if ea == eb == "f32":
+        return ("tf32", "tf32") if op.attrs.get("input_precision") == "tf32" else None
+    ka, kb = WGMMA_TYPES.get(ea), WGMMA_TYPES.get(eb)
+    if ka is None or kb is None or (ka != kb and not {ka, kb} <= {"e4m3", "e5m2"}):
+        return None
+    return ka, kb
 
 
 def wgmma_spec(op: Operation, num_warps: int) -> WgmmaSpec | None:
     """The warpgroup-MMA plan of a dot (sm_90a), or None where mma.sync must take it: other dtypes,
-    fewer than 4 warps, M not a multiple of 64, N under 16 or more than 256 columns (or 128
-    accumulators) per warpgroup. Warpgroups split M first; a split of N keeps 128-byte column blocks."""
+    fewer than 4 warps, M not a multiple of 64, K not a multiple of the instruction's (16; 8 for tf32,
+    32 for fp8), N under 16 or more than 256 columns (or 128 accumulators) per warpgroup. Warpgroups
+    split M first; a split of N keeps 128-byte column blocks."""
     a, _, c = op.operands
-    kind = WGMMA_KINDS.get((elem_type(a.type).name, elem_type(c.type).name))
+    kinds = wgmma_kinds(op)
     (m, k), n = a.type.shape, c.type.shape[1]
     nwg = num_warps // 4
-    if kind is None or nwg < 1 or m % 64 or k % 16 or n % 16:
+    if kinds is None or nwg < 1 or m % 64 or k % WGMMA_K[kinds[0]] or n % 16:
         return None
     wm = min(nwg, m // 64)
     wn = nwg // wm
     cols = n // wn
-    eb = elem_type(a.type).bits // 8
+    eb = elem_type(op.operands[1].type).bits // 8
     if cols < 16 or cols > 256 or (wn > 1 and cols * eb % 128):
         return None
     mrep = m // (64 * wm)
     if mrep * cols // 2 > WGMMA_MAX_ACC:
         return None
-    return WgmmaSpec(kind, wm, wn, mrep, cols)
+    acc = elem_type(c.type).name
+    return WgmmaSpec(kinds[0], wm, wn, mrep, cols, kinds[1] if kinds[1] != kinds[0] else "", acc)
 
 
 @dataclass

@@ -33,7 +33,17 @@ from ..plan import (
 from ..swizzle import align, swizzle_width
 
 MAX_RING = 160 * 1024  # shared bytes the ring may take; the rest stays for conversions in the loop
-PIPELINED_KINDS = ("f16", "bf16", "tf32")
+PIPELINED_KINDS = ("f16", "bf16", "tf32", "tf32x3")  # mma.sync kinds; every wgmma kind is pipelined
+
+
+def _ringable(spec, operand: Value) -> bool:
+    """Whether a dot planned as `spec` may read `operand` from a ring: every wgmma kind; mma.sync kinds
+    whose operand is stored as it is loaded (an fp8 operand of an f16 mma.sync is converted on staging)."""
+    if spec is None:
+        return False
+    if isinstance(spec, WgmmaSpec):
+        return True
+    return spec.kind in PIPELINED_KINDS and not elem_type(operand.type).is_fp8
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class GpuPipelinePass:
 
     Guarantees, for each planned loop: its step is a positive constant; every planned load is in the
     body's top level, is not volatile, has `other` absent or zero, and its one use is operand A or B
-    of a tensor-core dot (f16, bf16, tf32) of the same body; its pointer, mask and `other` depend only
+    of a tensor-core dot (f16, bf16, tf32, tf32x3; on wgmma fp8 too) of the same body; its pointer, mask and `other` depend only
     on the induction variable, loop invariants and carried tiles whose next values are computed by pure
     ops of the same kind (`slice_ops`); each copy moves 4, 8 or 16 contiguous, aligned bytes under one
     mask bit (axis analysis, with carried address tiles given the meet of their init and next value);
@@ -52,7 +62,8 @@ class GpuPipelinePass:
 
     Operands of a warpgroup-MMA dot (wgmma) are copied into swizzled tiles (swizzle.py) along
     whichever tile dimension is contiguous in memory (gpu.ring_swizzle, gpu.ring_contig), each tile
-    and stage on 1024 bytes. With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands
+    and stage on 1024 bytes; tf32 and fp8 operands only where that dimension is K (wgmma reads them
+    K-major only), others are loaded and staged K-major by the lowering. With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands
     from the ring and carries its accumulator straight back into itself gets gpu.mma_pending = 1:
     that dot's MMA group stays in flight into the next iteration (the lowering issues the loop's
     copies once the previous group is done, so they still run stages-1 iterations ahead).
@@ -88,7 +99,7 @@ class GpuPipelinePass:
         body = op.regions[0].block
         uses = uses_in(body)
         cands = [(inner, i) for inner in body.ops if inner.name == "dot" for i in (0, 1)
-                 if layouts.mma.get(inner) is not None and layouts.mma[inner].kind in PIPELINED_KINDS]  # fmt: skip
+                 if _ringable(layouts.mma.get(inner), inner.operands[i])]  # fmt: skip
         loads = [(v.owner, d, i) for d, i in cands if self._feeds_only(v := d.operands[i], d, body, uses)]
         loads = [x for x in loads if self._plain_load(x[0])]
         if not loads:
@@ -155,7 +166,8 @@ class GpuPipelinePass:
             shape = shape_of(ld.result.type)
             eb = elem_type(ld.result.type).bits // 8
             if isinstance(layouts.mma[dot], WgmmaSpec):
-                got = _swizzled(ld, dot, i, shape, eb, info, layouts.num_warps, offset)
+                k_dim = (1 - i) if layouts.mma[dot].k_major else None  # tf32 and fp8: K contiguous only
+                got = _swizzled(ld, dot, i, shape, eb, info, layouts.num_warps, offset, k_dim)
                 if got is not None:
                     pls.append(got)
                     offset = align(offset + got.tile().nbytes)
@@ -190,11 +202,12 @@ def _record(pipe: LoopPipeline) -> None:
 
 
 def _swizzled(ld: Operation, dot: Operation, i: int, shape: tuple, eb: int, info: ChainMap, num_warps: int,
-              offset: int) -> PipeLoad | None:  # fmt: skip
+              offset: int, only: int | None = None) -> PipeLoad | None:  # fmt: skip
     """The ring entry of a wgmma operand: 16-byte copies along the dimension that is contiguous in
-    memory, into a swizzled tile at `offset`; None when neither dimension allows such copies."""
+    memory (dimension `only` where given), into a swizzled tile at `offset`; None when no dimension
+    allows such copies."""
     best = None
-    for d in (1, 0):
+    for d in (1, 0) if only is None else (only,):
         w = _copy_width(ld, shape, eb, info, d)
         sw = swizzle_width(shape[d], eb)
         if w is not None and w * eb == 16 and sw and (best is None or w > best[0]):
@@ -211,8 +224,8 @@ def _async_mma(pipe: LoopPipeline, layouts: LayoutPlan, body: Block, uses: dict)
     reads both operands from the ring, and its result goes only to the yield whose carried value only
     it reads (as its accumulator), so no other instruction touches the registers it is writing."""
     dots = [o for o in body.ops if o.name == "dot" and o in layouts.mma]
-    if len(dots) != 1 or not isinstance(layouts.mma[dots[0]], WgmmaSpec):
-        return False
+    if len(dots) != 1 or not isinstance(layouts.mma[dots[0]], WgmmaSpec) or layouts.mma[dots[0]].acc != "f32":
+        return False  # an f16 accumulator is packed into words: its halves may not be touched in flight
     dot = dots[0]
     if sum(pl.dot is dot for pl in pipe.loads) != 2:
         return False
