@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script a device call runs (from the repo root): environment facts, then the GPU tests and/or the
 # benchmark side by side with Triton. Logs go to $OUT (or ./gpu_out).
-# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention] [quick]   (one stage per call keeps a call under 10 minutes)
+# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention|hopper] [quick]   (one stage per call keeps a call under 10 minutes)
 set -uo pipefail
 stage=${1:-all}; quick=${2:-}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -34,6 +34,18 @@ if [ "$stage" = attention ]; then
   timeout 420 python3 bench/attention.py ${quick:+--quick} --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -60
   timeout 150 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
     -k "matmul or dot or mma" 2>&1 | tee "$OUT/gpu_dot_tests.log" | tail -15
+fi
+if [ "$stage" = hopper ]; then
+  # everything issue 11 names, on one build: the GPU tests of dots (every input type, TMA, sm_80 from PTX),
+  # scans and the tutorial kernels, then the matmul ladder's figures (pointer, descriptor/TMA, persistent)
+  # and attention, each side by side with Triton in this run
+  timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+    tests/cuda/test_gpu_dot_types.py tests/cuda/test_tma.py tests/cuda/test_scan_parallel.py tests/cuda/test_attention.py \
+    2>&1 | tee "$OUT/hopper_tests.log" | tail -15
+  timeout 120 python3 bench/attention.py --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -8
+  timeout 120 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" 2>&1 | tee "$OUT/wgmma.log" | tail -6
+  timeout 60 python3 bench/tma_matmul.py --json "$OUT/tma.json" 2>&1 | tee "$OUT/tma.log" | tail -4
+  timeout 60 python3 bench/persistent_matmul.py --json "$OUT/persistent.json" 2>&1 | tee "$OUT/persistent.log" | tail -3
 fi
 if [ "$stage" = tune ]; then
   timeout 500 python3 bench/tune.py --strategy "${quick:-halving}" --json "$OUT/tune.json" 2>&1 | tee "$OUT/tune.log" | tail -40
