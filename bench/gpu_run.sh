@@ -45,7 +45,7 @@ if [ "$stage" = hopper ]; then
   timeout 120 python3 bench/attention.py --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -8
   timeout 120 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" 2>&1 | tee "$OUT/wgmma.log" | tail -6
   timeout 60 python3 bench/tma_matmul.py --json "$OUT/tma.json" 2>&1 | tee "$OUT/tma.log" | tail -4
-  timeout 60 python3 bench/persistent_matmul.py --json "$OUT/persistent.json" 2>&1 | tee "$OUT/persistent.log" | tail -3
+  timeout 60 python3 bench/persistent_matmul.py --json "$OUT/persistent.json" 2>&1 | tail -3  # 8 files come back at most
 fi
 if [ "$stage" = tune ]; then
   timeout 500 python3 bench/tune.py --strategy "${quick:-halving}" --json "$OUT/tune.json" 2>&1 | tee "$OUT/tune.log" | tail -40
