@@ -45,16 +45,21 @@ CONFIGS = {
 # the default build. staged/q-once: the first wgmma paths; sm90a-0: this bench's first GPU run's default;
 # then exp2 as ex2.approx.ftz with mul+add fused into fma; the warp index made uniform (shfl.sync.idx) and
 # the causal second loop reading the Q the first staged; the copies issued after P V's group; P V's group
-# left in flight into the next iteration (waited with Q K^T's), as Triton's schedule does. "+occupancy" (not
-# the default yet): assembled again for one more block per SM where ptxas fits it (cuda target.py
-# OCCUPANCY_RETRY; causal d=64: 150 -> 127 registers, two blocks per SM).
+# left in flight into the next iteration (waited with Q K^T's), as Triton's schedule does ("+in-flight", the
+# default until the PTX's `.minnctapersm 1` was dropped); "+occupancy": that build assembled again for one
+# more block per SM where ptxas fits it (cuda target.py OCCUPANCY_RETRY; causal d=64: 150 -> 127 registers);
+# "sm90a" (the default): "+in-flight" without `.minnctapersm 1` (target.LEAVE_OCCUPANCY_TO_PTXAS: ptxas's own
+# heuristic, as Triton's PTX has; causal d=64: 128 registers, two blocks per SM).
 SWITCHES = [(wgmma, "STAGE_INVARIANTS_ONCE"), (wgmma, "A_FROM_REGISTERS"), (ops, "EX2_FTZ"), (ops, "FP_FUSION"),
             (lower, "UNIFORM_WARP"), (wgmma, "REUSE_STAGED"), (pipelined, "ISSUE_AFTER_LAST_DOT"),
-            (pipelined, "MMA_IN_FLIGHT_ACROSS"), (cuda_target, "OCCUPANCY_RETRY")]  # fmt: skip
-_RUNGS = {"staged": 0, "q-once": 1, "sm90a-0": 2, "+ftz-fma": 4, "+uniform": 6, "+copies-late": 7, "sm90a": 8,
-          "+occupancy": 9}  # fmt: skip
+            (pipelined, "MMA_IN_FLIGHT_ACROSS"), (cuda_target, "LEAVE_OCCUPANCY_TO_PTXAS"),
+            (cuda_target, "OCCUPANCY_RETRY")]  # fmt: skip
+_RUNGS = {"staged": 0, "q-once": 1, "sm90a-0": 2, "+ftz-fma": 4, "+uniform": 6, "+copies-late": 7, "+in-flight": 8,
+          "sm90a": 9}  # fmt: skip
 VARIANTS = {name: tuple(i < on for i in range(len(SWITCHES))) for name, on in _RUNGS.items()}
-SPEED_LADDER = ["sm90a-0", "+ftz-fma", "+uniform", "+copies-late", "sm90a", "+occupancy"]  # first config only
+VARIANTS["+occupancy"] = VARIANTS["+in-flight"][:-1] + (True,)  # the retry on the ladder's previous default
+SPEED_LADDER = ["sm90a-0", "+ftz-fma", "+uniform", "+copies-late", "+in-flight", "+occupancy", "sm90a"]
+QUICK_LADDER = SPEED_LADDER[-3:]  # --quick: the rungs since the previous full run
 Z, H = 4, 32
 
 
@@ -202,11 +207,12 @@ def speed(quick: bool, tk) -> list[dict]:
         for causal in (False, True):
             want = reference(q, k, v, causal, sm_scale)
             flops = 4 * Z * H * n_ctx * n_ctx * d * (0.5 if causal else 1.0)
-            for cfg in CONFIGS[d][:2] if quick else CONFIGS[d]:
+            for cfg in CONFIGS[d][:3] if quick else CONFIGS[d]:
                 row = {"d": d, "causal": causal, "cfg": cfg}
                 args = arguments(q, k, v, o, sm_scale)
                 fns = {"triton": (None, None)}
-                for variant in SPEED_LADDER if cfg == CONFIGS[d][0] else ("sm90a",):
+                ladder = QUICK_LADDER if quick else SPEED_LADDER
+                for variant in ladder if cfg == CONFIGS[d][0] else ("sm90a",):
                     fns[variant] = (variant, None)
                 for side in fns:
                     try:

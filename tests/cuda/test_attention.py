@@ -2,7 +2,7 @@
 without a GPU: both dots on wgmma (S = Q K^T from shared memory, K^T copied along its contiguous dimension;
 O += P V with P from registers in the A fragment), Q staged once before each K/V loop, the K/V loads
 pipelined by cp.async with Triton's schedule (P V's group left in flight into the next iteration, the
-copies after it), two blocks per SM at head dim 64, assembled by ptxas; and the same source on the cpu
+copies after it), two blocks per SM at head dim 64 (causal too), assembled by ptxas; and the same source on the cpu
 target against NumPy (causal and not, masked edges). bench/attention.py runs it against torch and Triton on the device."""
 
 from __future__ import annotations
@@ -139,12 +139,24 @@ def test_causal_second_loop_reads_the_q_the_first_staged(monkeypatch: pytest.Mon
     assert on.metadata["registers"] < off.metadata["registers"]
 
 
-def test_two_blocks_per_sm_at_head_dim_64() -> None:
+@pytest.mark.parametrize("causal", [False, True])
+def test_two_blocks_per_sm_at_head_dim_64(causal: bool) -> None:
     """The tutorial's favourite config at head dim 64 fits two 256-thread blocks per SM (<= 128 registers,
     as Triton's build does): exp2 as one ex2.approx.ftz, fma, the warp index uniform (wgmma descriptors in
-    uniform registers)."""
-    art = compile_attention(64, 128, 64, 8, 3, False, 4096)
+    uniform registers); causal too (two loops), the PTX leaving the registers per block to ptxas's heuristic
+    (no .minnctapersm, as Triton's PTX)."""
+    art = compile_attention(64, 128, 64, 8, 3, causal, 4096)
     assert art.metadata["registers"] <= 128 and art.metadata["spill_stores"] == 0
+    assert ".minnctapersm" not in art.ptx and ".maxntid 256" in art.ptx
+
+
+def test_one_block_hint_costs_the_second_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With target.LEAVE_OCCUPANCY_TO_PTXAS off the PTX says .minnctapersm 1 (what tilec emitted before):
+    ptxas, told one block per SM is enough, spends ~150 registers on the causal kernel, one block per SM."""
+    monkeypatch.setattr(cuda_target, "LEAVE_OCCUPANCY_TO_PTXAS", False)
+    art = compile_attention(64, 128, 64, 8, 3, True, 4096)
+    assert ".minnctapersm 1" in art.ptx and art.metadata["registers"] > 128
+    assert cuda_target.blocks_per_sm(art.metadata["registers"], 256, art.metadata["shared_bytes"]) == 1
 
 
 def test_operand_a_fragment_is_the_isa_fragment() -> None:
@@ -241,10 +253,11 @@ def test_blocks_per_sm() -> None:
 
 
 def test_occupancy_retry_fits_two_causal_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The causal build at head dim 64 takes ~150 registers (values for the second loop live through the
-    first): one 256-thread block per SM. With target.OCCUPANCY_RETRY the cubin stage assembles it again with
+    """Under .minnctapersm 1 (target.LEAVE_OCCUPANCY_TO_PTXAS off) the causal build at head dim 64 takes ~150
+    registers: one 256-thread block per SM. With target.OCCUPANCY_RETRY the cubin stage assembles it again with
     .minnctapersm 2 and keeps that (no spills, <= 128 registers); the artifact's PTX is the one assembled.
     Where ptxas would have to cut more than OCCUPANCY_CUT of the registers it is not tried."""
+    monkeypatch.setattr(cuda_target, "LEAVE_OCCUPANCY_TO_PTXAS", False)
     off = compile_attention(64, 128, 64, 8, 3, True, 4096)
     assert off.metadata["registers"] > 128 and ".minnctapersm 1" in off.ptx
     monkeypatch.setattr(cuda_target, "OCCUPANCY_RETRY", True)
@@ -253,3 +266,14 @@ def test_occupancy_retry_fits_two_causal_blocks(monkeypatch: pytest.MonkeyPatch)
     assert ".minnctapersm 2" in on.ptx and ".minnctapersm 1" not in on.ptx
     wide = compile_attention(128, 128, 64, 8, 3, False, 4096)  # ~190 registers: 2 blocks would need 128
     assert ".minnctapersm 1" in wide.ptx and wide.metadata["registers"] > 128
+
+
+def test_min_blocks_directive() -> None:
+    """The retry's PTX edit: .minnctapersm 1 becomes N; without one, it goes after .maxntid; any other count
+    or no .maxntid: left alone (None)."""
+    head = ".visible .entry k(\n)\n.maxntid 256\n{\n"
+    assert cuda_target._min_blocks(head, 2) == ".visible .entry k(\n)\n.maxntid 256\n.minnctapersm 2\n{\n"
+    hinted = head.replace("{", ".minnctapersm 1\n{")
+    assert cuda_target._min_blocks(hinted, 3) == head.replace("{", ".minnctapersm 3\n{")
+    assert cuda_target._min_blocks(head.replace("{", ".minnctapersm 2\n{"), 3) is None
+    assert cuda_target._min_blocks(".visible .entry k()\n{\n", 2) is None

@@ -10,6 +10,8 @@ artifact says cuda:sm_90a (meta["resolved_target"]). Other kernels and targets k
 
 from __future__ import annotations
 
+import re
+
 from ...artifact import arch_specific, parse_target
 from ...errors import CompileError
 from ...ir.core import Function, Module
@@ -24,8 +26,13 @@ from .tma import grid_constant_params
 
 SM90A_FOR_DOTS = True  # cuda:sm_90 builds dots on wgmma (sm_90a) when on; cuda:sm_90a always does
 WGMMA_PENDING = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline's wgmma_pending)
+# The PTX states no .minnctapersm, leaving ptxas's own heuristic to weigh registers against resident blocks
+# (Triton's PTX says only .reqntid). Off: nvvm.minctasm=1, i.e. `.minnctapersm 1`, which tells ptxas that
+# one block per SM is enough and licenses up to 255 registers per thread: causal flash attention at head
+# dim 64 (128x64, 8 warps) took 150 registers with it, one 256-thread block per SM; 128 without, two.
+LEAVE_OCCUPANCY_TO_PTXAS = True
 OCCUPANCY_RETRY = False  # assemble again for one more block per SM where a few registers keep it out
-OCCUPANCY_CUT = 0.15  # ...when ptxas must cut at most this share of them (_one_more_block); not timed yet
+OCCUPANCY_CUT = 0.15  # ...when ptxas must cut at most this share of them (_one_more_block)
 
 
 def _sm(meta: dict) -> int:
@@ -96,7 +103,8 @@ def _with_attrs(text: str, name: str, threads: int) -> str:
         if line.startswith(f'define ptx_kernel void @"{name}"('):
             lines[i] = line + " #0"
             break
-    lines.append(f'attributes #0 = {{ "nvvm.maxntid"="{threads}" "nvvm.minctasm"="1" }}')
+    hint = "" if LEAVE_OCCUPANCY_TO_PTXAS else ' "nvvm.minctasm"="1"'
+    lines.append(f'attributes #0 = {{ "nvvm.maxntid"="{threads}"{hint} }}')
     return "\n".join(lines)
 
 
@@ -133,17 +141,18 @@ def blocks_per_sm(registers: int, threads: int, shared_bytes: int) -> int:
 def _one_more_block(ptx_text: str, usage: dict, meta: dict):
     """(ptx, cubin, log, usage) assembled for one more resident block per SM when registers alone keep it
     out: the PTX asks for it (.minnctapersm) and ptxas fits the registers with no spills, having had to cut
-    at most OCCUPANCY_CUT of them; None otherwise. (Causal flash attention at head dim 64: 150 -> 127
-    registers, two 256-thread blocks per SM as Triton's build gets by itself.)"""
+    at most OCCUPANCY_CUT of them; None otherwise. (Causal flash attention at head dim 64 under
+    `.minnctapersm 1`: 150 -> 127 registers; without that hint ptxas picks 128 by itself, and none of the
+    attention or matmul bench's builds changes under the retry.)"""
     threads, smem = meta.get("threads_per_block", 0), meta.get("shared_bytes", 0)
     regs = usage.get("registers", 0)
     now = blocks_per_sm(regs, threads, smem)
     want = now + 1
     budget = 65536 // (want * -(-threads // 32) * 256) * 8  # registers per thread that `want` blocks leave
-    if (not now or ".minnctapersm 1" not in ptx_text or blocks_per_sm(1, threads, smem) < want
+    text = _min_blocks(ptx_text, want)
+    if (not now or text is None or blocks_per_sm(1, threads, smem) < want
             or budget < regs * (1 - OCCUPANCY_CUT) or usage.get("spill_stores")):  # fmt: skip
         return None
-    text = ptx_text.replace(".minnctapersm 1", f".minnctapersm {want}", 1)
     binary, log = nvptx.ptx_to_cubin(text, _arch(meta), meta["options"].opt_level)
     got = nvptx.resource_usage(log)
     if got.get("spill_stores") or got.get("spill_loads"):
@@ -151,6 +160,19 @@ def _one_more_block(ptx_text: str, usage: dict, meta: dict):
     if blocks_per_sm(got.get("registers", 0), threads, smem) < want:
         return None
     return text, binary, log, got
+
+
+def _min_blocks(ptx_text: str, blocks: int) -> str | None:
+    """The PTX with its kernel's .minnctapersm set to `blocks` (replacing a 1, or added after .maxntid);
+    None where it names another count or has no .maxntid."""
+    if ".minnctapersm" in ptx_text:
+        return (
+            ptx_text.replace(".minnctapersm 1\n", f".minnctapersm {blocks}\n", 1)
+            if ".minnctapersm 1\n" in ptx_text
+            else None
+        )
+    m = re.search(r"^\.maxntid [^\n]*\n", ptx_text, re.M)
+    return None if m is None else ptx_text[: m.end()] + f".minnctapersm {blocks}\n" + ptx_text[m.end() :]
 
 
 STAGES = [("tir", tir_stage), ("gpu-tir", gpu_tir), ("llir", llir), ("ptx", ptx), ("cubin", cubin)]
