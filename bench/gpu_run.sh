@@ -25,7 +25,7 @@ if [ "$stage" = wgmma ]; then
   # the Hopper matmul ladder: tutorial matmul on Triton, tilec sm_90 (mma.sync) and sm_90a (wgmma); correctness first
   timeout 300 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" --dump "$OUT" 2>&1 | tee "$OUT/wgmma.log" | tail -40
   # the GPU tests of dots and matmuls, which on sm_90 now take wgmma
-  timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+  timeout 180 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
     -k "matmul or dot or mma" 2>&1 | tee "$OUT/gpu_dot_tests.log" | tail -15
 fi
 if [ "$stage" = attention ]; then
@@ -39,12 +39,12 @@ if [ "$stage" = hopper ]; then
   # everything issue 11 names, on one build: the GPU tests of dots (every input type, TMA, sm_80 from PTX),
   # scans and the tutorial kernels, then the matmul ladder's figures (pointer, descriptor/TMA, persistent)
   # and attention, each side by side with Triton in this run
-  timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+  timeout 180 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
     tests/cuda/test_gpu_dot_types.py tests/cuda/test_tma.py tests/cuda/test_scan_parallel.py tests/cuda/test_attention.py \
     2>&1 | tee "$OUT/hopper_tests.log" | tail -15
-  timeout 120 python3 bench/attention.py --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -8
+  timeout 150 python3 bench/attention.py --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -8
   timeout 120 python3 bench/wgmma_matmul.py ${quick:+--quick} --json "$OUT/wgmma.json" 2>&1 | tee "$OUT/wgmma.log" | tail -6
-  timeout 60 python3 bench/tma_matmul.py --json "$OUT/tma.json" 2>&1 | tee "$OUT/tma.log" | tail -4
+  timeout 75 python3 bench/tma_matmul.py --json "$OUT/tma.json" 2>&1 | tee "$OUT/tma.log" | tail -4
   timeout 60 python3 bench/persistent_matmul.py --json "$OUT/persistent.json" 2>&1 | tail -3  # 8 files come back at most
 fi
 if [ "$stage" = tune ]; then
