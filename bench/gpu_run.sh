@@ -39,7 +39,7 @@ if [ "$stage" = hopper ]; then
   # everything issue 11 names, on one build: the GPU tests of dots (every input type, TMA, sm_80 from PTX),
   # scans and the tutorial kernels, then the matmul ladder's figures (pointer, descriptor/TMA, persistent)
   # and attention, each side by side with Triton in this run
-  timeout 180 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+  timeout 180 python3 -m pytest -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
     tests/cuda/test_gpu_dot_types.py tests/cuda/test_tma.py tests/cuda/test_scan_parallel.py tests/cuda/test_attention.py \
     2>&1 | tee "$OUT/hopper_tests.log" | tail -15
   timeout 150 python3 bench/attention.py --json "$OUT/attention.json" 2>&1 | tee "$OUT/attention.log" | tail -8
