@@ -1,7 +1,10 @@
-"""Tensor maps for the kernels that load host descriptors with TMA (compiler/backends/cuda/tma.py): the
-artifact's metadata "tma" lists, per extra kernel parameter, which descriptor (the IR index of its base),
-the box (innermost first), the swizzle and the element type; each is encoded here from the launch's
-descriptor object with cuTensorMapEncodeTiled and passed by value (128 bytes).
+"""Tensor maps for the kernels that load host descriptors or block pointers with TMA
+(compiler/backends/cuda/tma.py): the artifact's metadata "tma" lists, per extra kernel parameter, the
+tensor's base (the IR index of its parameter), the box (innermost first), the swizzle and the element type.
+A host descriptor's map is encoded from the descriptor object passed at launch; a block pointer's from the
+launch's own arguments, which the entry's "shape" and "strides" name (outermost first, each
+{"param": IR index} or {"value": constant}). Each map is encoded with cuTensorMapEncodeTiled and passed by
+value (128 bytes).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ _DTYPE = {"u8": 0, "i8": 0, "fp16": 6, "fp32": 7, "bf16": 9}
 _SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 _OOB_NAN = 1
 _L2_256B = 3
+MAX_DIM = 2**32  # cuTensorMapEncodeTiled: each extent in [1, 2^32], each stride below 2^40 bytes
+MAX_STRIDE_BYTES = 2**40
 
 
 def _descriptors_by_param(args: list[Any]) -> dict[int, Any]:
@@ -34,8 +39,12 @@ def _descriptors_by_param(args: list[Any]) -> dict[int, Any]:
 def tensor_maps(args: list[Any], entries: list[dict]) -> list[bytes]:
     """The encoded CUtensorMap of each entry of an artifact's "tma" metadata, for these launch arguments."""
     descs = _descriptors_by_param(args)
+    flat = _tensordesc.expand_args(args)
     out = []
     for e in entries:
+        if "shape" in e:  # a block pointer: its tensor from the launch's arguments
+            out.append(encode(BlockTensor.from_args(flat, e), e))
+            continue
         d = descs.get(int(e["param"]))
         if d is None:
             raise ArgumentError(
@@ -45,8 +54,36 @@ def tensor_maps(args: list[Any], entries: list[dict]) -> list[bytes]:
     return out
 
 
+class BlockTensor:
+    """The tensor a block pointer reads, as the launch's arguments give it (the fields encode() reads)."""
+
+    def __init__(self, base: Any, shape: list[int], strides: list[int]):
+        self.base, self.shape, self.strides, self.padding = base, shape, strides, "zero"
+
+    @staticmethod
+    def from_args(flat: list[Any], e: dict) -> BlockTensor:
+        def value(src: dict) -> int:
+            if "value" in src:
+                return int(src["value"])
+            v = flat[int(src["param"])]
+            return int(v.item() if hasattr(v, "item") else v)
+
+        shape, strides = [value(s) for s in e["shape"]], [value(s) for s in e["strides"]]
+        eb = int(e["elem_bytes"])
+        if any(not 1 <= d <= MAX_DIM for d in shape) or any(
+            s <= 0 or s * eb % 16 or s * eb >= MAX_STRIDE_BYTES for s in strides[:-1]
+        ):  # fmt: skip
+            raise ArgumentError(
+                f"the kernel reads the block pointer on parameter {e['param']} with TMA, which needs every "
+                f"extent in 1..2^32 and the leading strides positive multiples of 16 bytes below 2^40; "
+                f"this launch gives shape {shape}, strides {strides}"
+            )
+        return BlockTensor(flat[int(e["param"])], shape, strides)
+
+
 def encode(d: Any, e: dict) -> bytes:
-    """cuTensorMapEncodeTiled for descriptor `d` read in boxes `e["box"]` (innermost first)."""
+    """cuTensorMapEncodeTiled for tensor `d` (a descriptor or a BlockTensor) read in boxes `e["box"]`
+    (innermost first)."""
     from ._runtime_cuda import raw_cuda_arg
 
     rank = len(d.shape)

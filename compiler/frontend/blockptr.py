@@ -15,6 +15,7 @@ from .semantic import Aggregate, Semantic, Tensor, describe, is_number
 
 i64 = ScalarType("i64")
 PADDINGS = {"": None, None: None, "zero": 0, "nan": float("nan")}
+MAX_BOX_RANK = 5  # the most dimensions a TMA tensor map has
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,7 +219,18 @@ def load_block(sem: Semantic, bp: BlockPtr, boundary_check: Any, padding_option:
         coords = [sem.materialize(o, "a descriptor offset") for o in bp.offsets]
         ptrs = Tensor(sem.b.create("desc_box", [ptrs.value, *(c.value for c in coords)], [ptrs.type],
                                    {"desc": host}).results[0])
+    elif len(bp.block_shape) <= MAX_BOX_RANK and not isinstance(pad, float):
+        ptrs = _block_box(sem, bp, ptrs)
     return _load(sem, ptrs, mask, pad if mask is not None else None, **mem)
+
+
+def _block_box(sem: Semantic, bp: BlockPtr, ptrs: Tensor) -> Tensor:
+    """A block pointer's box: the pointers unchanged, with the box start and the block pointer's base, shape
+    and strides as operands, so that a target that can prove them to be kernel parameters (or constants)
+    with a layout TMA takes may copy the box with TMA (backends/cuda/tma.py); elsewhere an identity."""
+    coords = [sem.materialize(o, "a block pointer offset").value for o in bp.offsets]
+    dims = [sem.to_tensor(x, i64).value for x in (*bp.shape, *bp.strides)]
+    return Tensor(sem.b.create("desc_box", [ptrs.value, *coords, bp.base.value, *dims], [ptrs.type]).results[0])
 
 
 def store_block(sem: Semantic, bp: BlockPtr, value: Any, boundary_check: Any, **mem: Any) -> None:

@@ -40,6 +40,7 @@ from .types import (
     elem_type,
     i1,
     i32,
+    i64,
     is_float,
     is_fp8,
     is_int,
@@ -438,11 +439,25 @@ def _hint(op: Operation) -> None:
 
 
 def _desc_box(op: Operation) -> None:
-    p, *coords = op.operands
+    p, *rest = op.operands
     if not isinstance(p.type, TileType) or not is_ptr(p.type) or op.results[0].type != p.type:
         fail(op, f"takes a pointer tile and returns it, not {p.type} -> {op.results[0].type}")
-    if len(coords) != len(p.type.shape) or any(c.type != i32 for c in coords):
+    r = len(p.type.shape)
+    coords, recipe = rest[:r], rest[r:]
+    if len(coords) != r or any(c.type != i32 for c in coords):
         fail(op, f"needs one i32 start coordinate per dimension of {p.type}")
+    if "desc" in op.attrs:
+        if recipe:
+            fail(op, "of a host descriptor (desc) takes only the pointer tile and the coordinates")
+        return
+    # a block pointer's box: base, then its shape and strides (outermost first), as the kernel computes them
+    if len(recipe) != 1 + 2 * r:
+        fail(op, f"of a block pointer needs the base, {r} shape and {r} stride values after the coordinates")
+    base, dims = recipe[0], recipe[1:]
+    if base.type != elem_type(p.type):
+        fail(op, f"base {base.type} is not the scalar pointer of {p.type}")
+    if any(d.type != i64 for d in dims):
+        fail(op, "shape and strides must be i64 scalars")
 
 
 # ---- the table ---------------------------------------------------------------------------------
@@ -494,9 +509,10 @@ _op("scan_with", (1, -1), (1, -1), attrs={"axis": int}, optional={"reverse": boo
     doc="inclusive scan of one or several tiles of one shape along an axis with the combiner region")
 _op("multiple_of", 1, attrs={"values": list}, traits=(PURE,), verify=_hint)
 _op("max_contiguous", 1, attrs={"values": list}, traits=(PURE,), verify=_hint)
-_op("desc_box", (2, 6), attrs={"desc": str}, traits=(PURE,), verify=_desc_box,
-    doc="the pointer tile of a host tensor descriptor's box, unchanged, with the box's start coordinates "
-        "(one per dimension) and the descriptor's base parameter (desc): a target may load it with TMA")
+_op("desc_box", (2, 17), optional={"desc": str}, traits=(PURE,), verify=_desc_box,
+    doc="a pointer tile, unchanged, that reads a tensor's box: the box's start coordinates (one per "
+        "dimension), then either the host descriptor's base parameter (desc) or, for a block pointer, its "
+        "base, shape and strides as operands; a target may load it with TMA")
 _op("for", (3, -1), (0, -1), regions=1, verify=_for)
 _op("if", 1, (0, -1), regions=2, verify=_if)
 _op("while", (0, -1), (0, -1), regions=2, verify=_while)

@@ -254,6 +254,30 @@ CASES = {
         4,
         17,
     ),
+    "block pointer box without its strides": (
+        H + "    %p = splat %x : tile<4xptr<f32>>\n    %w = constant {value = 4} : i64\n"
+        "    %0 = desc_box %p, %n, %x, %w : tile<4xptr<f32>>\n" + T,
+        VerifyError,
+        "'desc_box' of a block pointer needs the base, 1 shape and 1 stride values after the coordinates",
+        5,
+        10,
+    ),
+    "block pointer box of another base type": (
+        H + "    %p = splat %x : tile<4xptr<f32>>\n    %w = constant {value = 4} : i64\n"
+        "    %0 = desc_box %p, %n, %w, %w, %w : tile<4xptr<f32>>\n" + T,
+        VerifyError,
+        "'desc_box' base i64 is not the scalar pointer of tile<4xptr<f32>>",
+        5,
+        10,
+    ),
+    "descriptor box with a recipe": (
+        H + "    %p = splat %x : tile<4xptr<f32>>\n    %w = constant {value = 4} : i64\n"
+        '    %0 = desc_box %p, %n, %x, %w, %w {desc = "x"} : tile<4xptr<f32>>\n' + T,
+        VerifyError,
+        "'desc_box' of a host descriptor (desc) takes only the pointer tile and the coordinates",
+        5,
+        10,
+    ),
     "text after the module": (H + T + "junk\n", CompileError, "unexpected 'junk' after the module", 6, 1),
     "empty text": ("", CompileError, "expected 'module', got end of input", 1, 1),
     "nested attribute lists": (

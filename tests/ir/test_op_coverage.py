@@ -149,6 +149,33 @@ SNIPPETS["desc-box"] = (
     lambda a: a[1].tolist() == a[0].tolist(),
 )
 
+SNIPPETS["desc-box-block-pointer"] = (  # a block pointer's box: base, shape and strides ride along
+    _kernel(
+        "%x: ptr<f32>, %o: ptr<f32>, %m0: i32, %n0: i32, %rows: i64",
+        """
+        %r = make_range {end = 4, start = 0} : tile<4xi32>
+        %rr = expand_dims %r {axis = 1} : tile<4x1xi32>
+        %rc = expand_dims %r {axis = 0} : tile<1x4xi32>
+        %four = constant {value = 4} : tile<4x1xi32>
+        %rs = mul %rr, %four : tile<4x1xi32>
+        %rb = broadcast %rs : tile<4x4xi32>
+        %cb = broadcast %rc : tile<4x4xi32>
+        %off = add %rb, %cb : tile<4x4xi32>
+        %p = splat %x : tile<4x4xptr<f32>>
+        %a = addptr %p, %off : tile<4x4xptr<f32>>
+        %cols = constant {value = 4} : i64
+        %one = constant {value = 1} : i64
+        %box = desc_box %a, %m0, %n0, %x, %rows, %cols, %cols, %one : tile<4x4xptr<f32>>
+        %v = load %box : tile<4x4xf32>
+        %q = splat %o : tile<4x4xptr<f32>>
+        %b = addptr %q, %off : tile<4x4xptr<f32>>
+        store %b, %v
+        """,
+    ),
+    lambda: [np.arange(16, dtype=np.float32) - 3, np.zeros(16, np.float32), np.int32(0), np.int32(0), np.int64(4)],
+    lambda a: a[1].tolist() == a[0].tolist(),
+)
+
 SNIPPETS["shapes-dot-reduce-scan-hints"] = (
     _kernel(
         "%x: ptr<f32>, %o: ptr<f32>",

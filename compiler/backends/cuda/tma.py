@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
-from ...ir.core import Function, Operation
-from ...ir.types import elem_type, shape_of
+from ...ir.core import Function, Operation, Value
+from ...ir.types import TileType, elem_type, shape_of
 from . import ops
 
 MAX_BOX = 256  # TMA box dimension limit
@@ -43,20 +43,31 @@ PARAM_PREFIX = "tilec.tmap."
 _RANK = re.compile(r"\[([^\]]*)\]")
 
 
+Source = tuple[str, int]  # ("param", IR parameter index) or ("value", a constant)
+
+
 @dataclass(frozen=True)
 class TmaBox:
-    """One tensor map: descriptor `param` (the IR index of its base) read in boxes of `box` (innermost
-    first) with swizzle `swizzle` bytes."""
+    """One tensor map: the tensor whose base is IR parameter `param` read in boxes of `box` (innermost
+    first) with swizzle `swizzle` bytes. A host descriptor's map comes from the descriptor passed at launch;
+    a block pointer's from the launch's own arguments: `shape` and `strides` (outermost first) say which
+    parameter, or which constant, gives each."""
 
     param: int
     box: tuple[int, int]
     swizzle: int
     dtype: str
     elem_bytes: int
+    shape: tuple[Source, ...] | None = None
+    strides: tuple[Source, ...] | None = None
 
     def metadata(self) -> dict:
-        return {"param": self.param, "box": list(self.box), "swizzle": self.swizzle, "dtype": self.dtype,
-                "elem_bytes": self.elem_bytes}  # fmt: skip
+        out = {"param": self.param, "box": list(self.box), "swizzle": self.swizzle, "dtype": self.dtype,
+               "elem_bytes": self.elem_bytes}  # fmt: skip
+        if self.shape is not None:
+            out["shape"] = [{k: v} for k, v in self.shape]
+            out["strides"] = [{k: v} for k, v in self.strides or ()]
+        return out
 
 
 def _c(x: int) -> ir.Constant:
@@ -76,6 +87,46 @@ def _provably_aligned(fn: Function, base: int) -> bool:
     )
 
 
+def _source(fn: Function, v: Value) -> Source | None:
+    """Where the launcher finds scalar `v`: a kernel parameter (through an integer widening), a constant,
+    or nowhere (None: a value the kernel computes)."""
+    if isinstance(v.owner, Operation) and v.owner.name == "cast":
+        src = v.owner.operands[0]
+        a, b = elem_type(src.type), elem_type(v.type)
+        if not (a.is_int and b.is_int and a.bits <= b.bits):
+            return None
+        v = src
+    if v.owner is fn.body.block:
+        p = fn.params[v.index]
+        return ("value", 1) if p.attrs.get("equal_to_1") is True else ("param", v.index)
+    if isinstance(v.owner, Operation) and v.owner.name == "constant" and not isinstance(v.type, TileType):
+        value = v.owner.attrs["value"]
+        return ("value", value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
+
+
+def _x16(fn: Function, src: Source) -> bool:
+    """The specialisation proves this stride a positive multiple of 16 elements (a parameter: its hint)."""
+    kind, x = src
+    return fn.params[x].attrs.get("divisibility", 1) % 16 == 0 if kind == "param" else x > 0 and x % 16 == 0
+
+
+def _block_recipe(fn: Function, box: Operation, rank: int) -> tuple[int, tuple, tuple] | None:
+    """A block pointer's (base parameter, shape, strides) when TMA provably takes it: the base a 16-byte
+    aligned pointer parameter, shape and strides parameters or constants, the last stride 1 and the
+    others multiples of 16 elements; None otherwise (the pointer path)."""
+    base, *dims = box.operands[1 + rank :]
+    if base.owner is not fn.body.block or fn.params[base.index].attrs.get("divisibility", 1) % 16:
+        return None
+    srcs = [_source(fn, d) for d in dims]
+    if any(s is None for s in srcs):
+        return None
+    shape, strides = tuple(srcs[:rank]), tuple(srcs[rank:])
+    if strides[-1] != ("value", 1) or not all(_x16(fn, s) for s in strides[:-1]):
+        return None
+    return base.index, shape, strides
+
+
 def plan_tma(fn: Function, pipes, sm: int) -> dict[Operation, TmaBox]:
     """The ring loads of `fn` that TMA copies, and their tensor maps."""
     if sm < 90:
@@ -85,7 +136,7 @@ def plan_tma(fn: Function, pipes, sm: int) -> dict[Operation, TmaBox]:
     for pipe in pipes.loops.values():
         for pl in pipe.loads:
             box = pl.load.operands[0].owner
-            if not isinstance(box, Operation) or box.name != "desc_box" or box.attrs["desc"] not in index:
+            if not isinstance(box, Operation) or box.name != "desc_box":
                 continue
             shape = shape_of(pl.load.result.type)
             et = elem_type(pl.load.result.type)
@@ -97,11 +148,18 @@ def plan_tma(fn: Function, pipes, sm: int) -> dict[Operation, TmaBox]:
                 or et.name not in DTYPES
             ):
                 continue
-            base = index[box.attrs["desc"]]
-            if not _provably_aligned(fn, base):
-                continue
             eb = et.bits // 8
-            out[pl.load] = TmaBox(base, (pl.swizzle // eb, shape[0]), pl.swizzle, DTYPES[et.name], eb)
+            tile_box = (pl.swizzle // eb, shape[0])
+            if "desc" in box.attrs:  # a host descriptor
+                base = index.get(box.attrs["desc"])
+                if base is None or not _provably_aligned(fn, base):
+                    continue
+                out[pl.load] = TmaBox(base, tile_box, pl.swizzle, DTYPES[et.name], eb)
+                continue
+            recipe = _block_recipe(fn, box, len(shape))
+            if recipe is not None:
+                base, dims, strides = recipe
+                out[pl.load] = TmaBox(base, tile_box, pl.swizzle, DTYPES[et.name], eb, dims, strides)
     return out
 
 
@@ -173,7 +231,7 @@ class TmaLowering:
         m = self.tma[pl.load]
         tile = pl.tile()
         box = pl.load.operands[0].owner
-        row, col = (self.scalar(c) for c in box.operands[1:])
+        row, col = (self.scalar(c) for c in box.operands[1:3])
         bar = self._bar(pipe, slot)
         pred = self._thread0(valid)
         for j in range(tile.cols // m.box[0]):
