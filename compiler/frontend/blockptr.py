@@ -1,6 +1,9 @@
 """Block pointers (tl.make_block_ptr, tl.advance) and tensor descriptors (tl.make_tensor_descriptor) as
 frontend aggregates of a base pointer and runtime shape/stride/offset scalars. A load or store through one
-becomes ordinary pointer tiles `base + sum_i (off_i + arange_i) * stride_i` with a boundary mask.
+becomes ordinary pointer tiles `base + sum_i (off_i + arange_i) * stride_i` with a boundary mask. A load
+through a block pointer (unless NaN-padded) also marks its box with `desc_box`, carrying the offsets and the
+block pointer's base, shape and strides, an identity everywhere, which the cuda target's TMA reads
+(backends/cuda/tma.py).
 """
 
 from __future__ import annotations

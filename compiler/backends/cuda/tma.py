@@ -1,22 +1,33 @@
-"""TMA (cp.async.bulk.tensor) for host tensor descriptors on sm_90: a pipelined loop's ring load whose
-pointers are a descriptor box (the frontend's `desc_box`, compiler/frontend/hostdesc.py) is copied by the
-tensor memory accelerator instead of cp.async, completion tracked by one mbarrier per stage.
+"""TMA (cp.async.bulk.tensor) on sm_90 for host tensor descriptors and block pointers: a pipelined loop's
+ring load whose pointers are a box (the frontend's `desc_box`: a host descriptor's, compiler/frontend/
+hostdesc.py, or a block pointer's, blockptr.py) is copied by the tensor memory accelerator instead of
+cp.async, completion tracked by one mbarrier per stage.
 
 Which loads: on sm >= 90, a 2-D load planned into a swizzled ring (a wgmma operand, gpu.ring_swizzle) that
-is stored along the descriptor's innermost dimension (gpu.ring_contig = 1) with at most 256 rows, whose
-descriptor the specialisation proves TMA can take: base 16-byte aligned and the leading stride divisible
-by 16 elements (the `divisibility` hints the launcher derives from the arguments, so a launch whose
-arguments break them gets another build). Everything else (loads outside such loops, stores, NaN padding,
-block pointers and device-side tl.make_tensor_descriptor) stays on the pointer path: their base, shape and
-strides are runtime values with no host-encoded tensor map, and a device-side encode (tensormap.replace)
-would cost a global-memory round trip per descriptor that the pointer path does not pay.
+is stored along the tensor's innermost dimension (gpu.ring_contig = 1) with at most 256 rows, whose tensor
+the specialisation proves TMA can take: base 16-byte aligned and the leading stride divisible by 16
+elements (the `divisibility` hints the launcher derives from the arguments, so a launch whose arguments
+break them gets another build). A host descriptor's tensor is the descriptor passed at launch. A block
+pointer's is taken from the launch's own arguments, so its base must be a pointer parameter as it is and
+each extent and stride a parameter (seen through an integer widening) or a constant; the innermost stride
+must be 1 (a constant, or a parameter the `equal_to_1` hint binds). The metadata names, per map, which
+parameter or constant gives each. A block pointer over a computed base (`Q + off_hz * stride_h`), extents
+or strides, or with padding_option="nan", stays on the pointer path, as do loads outside such loops,
+stores and device-side tl.make_tensor_descriptor whose parts are not parameters: their tensor has no
+host-encoded map, and a device-side encode (tensormap.replace) would cost a global-memory round trip per
+tensor that the pointer path does not pay. A block pointer's semantics hold: TMA zero-fills what lies
+outside the tensor, which is what boundary_check asks on its dimensions, and the other dimensions are in
+bounds by the user's word. One difference remains at launch: TMA cannot encode an empty extent (or a zero
+or negative stride), so such a launch of a build that took TMA is refused (client/_tma.py ArgumentError)
+where the pointer path would have read zeros.
 
 The ring's tile layout is already the TMA's: blocks of `sw` bytes along the contiguous dimension, each
 holding every row at `sw` bytes, 16-byte chunks XOR-permuted by address bits 7.. (swizzle.py), so one copy
 of box {sw / elem bytes, rows} with CU_TENSOR_MAP_SWIZZLE_<sw>B fills one block. Each such box gets its
 own kernel parameter: a 128-byte CUtensorMap passed by value (`.param .align 64 .b8 [128]`, a
 grid-constant byval parameter) after the IR's parameters, described in the launch metadata under "tma"
-(which IR parameter's descriptor, box, swizzle, element type) for the launcher to encode
+(the base's IR parameter, box, swizzle, element type; a block pointer's also where its shape and
+strides come from) for the launcher to encode
 (client/_tma.py, cuTensorMapEncodeTiled). Coordinates are the box's start (innermost first); TMA zero-fills
 what lies outside the tensor, as the pointer path's mask does.
 
