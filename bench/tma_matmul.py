@@ -2,7 +2,9 @@
 descriptor style: A, B and C passed as triton.tools.tensor_descriptor.TensorDescriptor objects) under real
 Triton and under tilec's cuda:sm_90a, whose descriptor loads take TMA + mbarriers into the wgmma ring
 ("tma"), and, for the rung below, the same build with the alignment hints withheld so the loads stay on
-the cp.async ring ("cp.async").
+the cp.async ring ("cp.async"); and the block-pointer matmul (tests/kernels/blockptr_matmul.py, Triton's
+block-pointer style over plain tensors and strides) under tilec ("blockptr": its loads take TMA where the
+strides allow) and under Triton ("triton-blockptr"), same configs, side by side.
 
 First correctness against torch (odd sizes: boxes past the edges; output poisoned with NaN), then fp16
 4096^3 and 8192^3 per config, each side timed with triton.testing.do_bench (median, L2 flushed).
@@ -30,14 +32,48 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = (ROOT / "tests/kernels/desc_matmul.py").read_text()
 CONFIGS = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 8, 3), (128, 128, 32, 4, 4)]
 NAMES = ("a_desc", "b_desc", "c_desc", "M", "N", "K")
+BP_SRC = (ROOT / "tests/kernels/blockptr_matmul.py").read_text()
+BP_NAMES = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+            "stride_cm", "stride_cn")  # fmt: skip
+SIDES = ("triton", "tma", "cp.async", "triton-blockptr", "blockptr")
 _ARTS: dict = {}
 
 
-def triton_kernel():
-    spec = importlib.util.spec_from_file_location("desc_matmul", ROOT / "tests/kernels/desc_matmul.py")
+def triton_kernel(stem: str = "desc_matmul", name: str = "matmul_desc_kernel"):
+    spec = importlib.util.spec_from_file_location(stem, ROOT / f"tests/kernels/{stem}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.matmul_desc_kernel
+    return getattr(mod, name)
+
+
+def blockptr_fn(tbk, side: str, cfg: tuple, a, b, c):
+    """The block-pointer matmul over plain tensors: Triton's build ("triton-blockptr") or tilec's."""
+    (m, k), n = a.shape, b.shape[1]
+    bm, bn, bk, nw, ns = cfg
+    args = [a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride()]
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), 1, 1)
+    consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8}
+    if side == "triton-blockptr":
+        return lambda: tbk[grid[:1]](*args, **consts, num_warps=nw, num_stages=ns)
+    specs = {nm: specialise(nm, v) for nm, v in zip(BP_NAMES, args, strict=True)}
+    key = ("blockptr", cfg, tuple(sorted(specs.items())))
+    art = _ARTS.get(key)
+    if art is None:
+        art = compile_kernel(BP_SRC, "matmul_blockptr_kernel", signature={nm: s.type for nm, s in specs.items()},
+                             constexprs=consts, hints={nm: dict(s.hints) for nm, s in specs.items() if s.hints},
+                             options=CompileOptions(target="cuda:sm_90a", num_warps=nw, num_stages=ns),
+                             emit="cubin")  # fmt: skip
+        want = {i for i, s in ((0, k), (1, n)) if s % 16 == 0}  # A (a_ptr) and B (b_ptr) where rows are x16
+        assert {t["param"] for t in art.metadata.get("tma") or []} == want, art.metadata.get("tma")
+        _ARTS[key] = art
+    return lambda: launch("cuda:sm_90a", art, args, grid)
+
+
+def side_fn(tk, tbk, side: str, cfg: tuple, a, b, c):
+    if side in ("blockptr", "triton-blockptr"):
+        return blockptr_fn(tbk, side, cfg, a, b, c)
+    args = [*descriptors(a, b, c, cfg), a.shape[0], b.shape[1], a.shape[1]]
+    return triton_fn(tk, cfg, args) if side == "triton" else tilec_fn(side, cfg, args)[0]
 
 
 def descriptors(a, b, c, cfg):
@@ -87,17 +123,15 @@ def operands(m: int, n: int, k: int):
     return a, b, c
 
 
-def correctness(tk) -> list[dict]:
+def correctness(tk, tbk) -> list[dict]:
     out = []
-    cases = [((1000, 1000, 1008), c) for c in CONFIGS] + [((384, 520, 264), CONFIGS[0])]
-    for (m, n, k), cfg, side in [(s, c, v) for s, c in cases for v in ("tma", "cp.async", "triton")]:
+    cases = [((1000, 1000, 1008), c) for c in CONFIGS] + [((384, 520, 264), CONFIGS[0]), ((512, 512, 512), CONFIGS[0])]
+    for (m, n, k), cfg, side in [(s, c, v) for s, c in cases for v in SIDES]:
         row = {"m": m, "n": n, "k": k, "cfg": cfg, "side": side}
         try:
             torch.manual_seed(0)
             a, b, c = operands(m, n, k)
-            args = [*descriptors(a, b, c, cfg), m, n, k]
-            fn = triton_fn(tk, cfg, args) if side == "triton" else tilec_fn(side, cfg, args)[0]
-            fn()
+            side_fn(tk, tbk, side, cfg, a, b, c)()
             torch.cuda.synchronize()
             ref = a.float() @ b.float()
             err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
@@ -113,19 +147,17 @@ def bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def speed(tk) -> list[dict]:
+def speed(tk, tbk) -> list[dict]:
     out = []
     for size in (4096, 8192):
         torch.manual_seed(0)
         a, b, c = operands(size, size, size)
         flops = 2 * size**3
         for cfg in CONFIGS:
-            args = [*descriptors(a, b, c, cfg), size, size, size]
             row = {"size": size, "cfg": cfg}
-            for side in ("triton", "tma", "cp.async"):
+            for side in SIDES:
                 try:
-                    fn = triton_fn(tk, cfg, args) if side == "triton" else tilec_fn(side, cfg, args)[0]
-                    row[side] = flops / bench(fn) * 1e-9
+                    row[side] = flops / bench(side_fn(tk, tbk, side, cfg, a, b, c)) * 1e-9
                 except Exception as exc:  # noqa: BLE001
                     row[side + "_error"] = f"{type(exc).__name__}: {exc}"
             print(json.dumps(row), flush=True)
@@ -140,15 +172,15 @@ def main() -> None:
     args = ap.parse_args()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()  # fmt: skip
-    tk = triton_kernel()
+    tk, tbk = triton_kernel(), triton_kernel("blockptr_matmul", "matmul_blockptr_kernel")
     result = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__}
-    result["correctness"] = correct = correctness(tk)
+    result["correctness"] = correct = correctness(tk, tbk)
     print(f"correct: {sum(r['ok'] for r in correct)}/{len(correct)}", flush=True)
-    result["speed"] = rows = speed(tk)
+    result["speed"] = rows = speed(tk, tbk)
     for size in (4096, 8192):
         best = {
             s: max((r.get(s, 0) for r in rows if r["size"] == size), default=0)
-            for s in ("triton", "tma", "cp.async")
+            for s in SIDES
         }
         result[f"best_{size}"] = best
         print(f"best {size}: " + ", ".join(f"{k} {v:.1f}" for k, v in best.items()), flush=True)
