@@ -172,7 +172,13 @@ SNIPPETS["desc-box-block-pointer"] = (  # a block pointer's box: base, shape and
         store %b, %v
         """,
     ),
-    lambda: [np.arange(16, dtype=np.float32) - 3, np.zeros(16, np.float32), np.int32(0), np.int32(0), np.int64(4)],
+    lambda: [
+        np.arange(16, dtype=np.float32) - 3,
+        np.zeros(16, np.float32),
+        np.int32(0),
+        np.int32(0),
+        np.int64(4),
+    ],
     lambda a: a[1].tolist() == a[0].tolist(),
 )
 
