@@ -242,6 +242,13 @@ class CudaBench:
         kernel = self._kernel(art)
         r = self.resolved
         raw = [self.buffers[n] if n in r.tensors else _scalar(r.scalars[n]) for n in r.params]
+        if art.metadata.get("tma"):  # block pointers loaded by TMA: their tensor maps, from these arguments
+            from ._tma import tensor_maps
+
+            try:
+                raw += tensor_maps(raw, art.metadata["tma"])
+            except TilecError as exc:  # an argument TMA cannot take, or the driver refused the encoding
+                raise self._fault("launch", f"cannot encode the kernel's tensor maps: {exc}") from None
 
         def launch(stream: int = 0) -> None:
             try:

@@ -495,8 +495,8 @@ class FastPath:
     def remember(
         self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict
     ) -> None:
-        if any(n in kwargs for n in runtime_names):
-            return
+        if any(n in kwargs for n in runtime_names) or art.metadata.get("tma"):
+            return  # a kernel with TMA takes tensor maps encoded per launch (client/_launch.py): no fast path
         if self.tensor is None:
             import torch
 
