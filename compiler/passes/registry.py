@@ -12,6 +12,7 @@ from .dce import DCEPass
 from .inline import InlinePass
 from .licm import LICMPass
 from .mask_simplify import MaskSimplifyPass
+from .trans_load import TransLoadPass
 
 PASSES: dict[str, type] = {
     "inline": InlinePass,
@@ -21,13 +22,16 @@ PASSES: dict[str, type] = {
     "licm": LICMPass,
     "mask-simplify": MaskSimplifyPass,
     "axis-info": AxisInfoPass,
+    "trans-load": TransLoadPass,
 }
 
 PIPELINES: dict[str, list[str]] = {
     # inline first so every later pass sees one function; canonicalize before cse so folded constants
     # merge; licm after cse (fewer copies to move); mask-simplify once ranges are exact; canonicalize
-    # again to fold what the masks exposed; dce last to drop everything left unused.
-    "default": ["inline", "canonicalize", "cse", "licm", "mask-simplify", "canonicalize", "cse", "dce"],
+    # again to fold what the masks exposed; dce last to drop everything left unused. trans-load after the
+    # first cse, when a load's uses are counted once.
+    "default": ["inline", "canonicalize", "cse", "trans-load", "licm", "mask-simplify", "canonicalize", "cse",
+                "dce"],
 }
 
 

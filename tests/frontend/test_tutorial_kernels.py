@@ -142,3 +142,23 @@ def test_cumsum_rows() -> None:
     out = np.zeros_like(x)
     run("cumsum", [x, out, rows, cols, cols], ((rows + 3) // 4,))
     np.testing.assert_allclose(out, np.cumsum(x, axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("where", ["interpreter", "cpu"])
+def test_matmul_b_transposed(where: str) -> None:
+    """tl.dot(a, b.T) with B stored N x K, edges masked; on the cpu target through the default pipeline, whose
+    trans-load pass turns the transposed load into a load of transposed pointers."""
+    from tilec import client
+
+    m, n, k = 70, 40, 50
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    grid = ((m + 31) // 32, (n + 31) // 32)
+    args = [a, b, c, m, n, k, k, k, n]
+    if where == "interpreter":
+        run("matmul_bt", args, grid)
+    else:
+        client.jit(source("matmul_bt"), "matmul_bt_kernel")[grid](*args, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+    ref = (a.astype(np.float32) @ b.astype(np.float32).T).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-2)

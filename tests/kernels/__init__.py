@@ -40,6 +40,12 @@ KERNELS = {
                    "stride_cm": "i32", "stride_cn": "i32"},
         constexprs={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2, "NUM_SMS": 3},
     ),
+    "matmul_bt": dict(
+        name="matmul_bt_kernel",
+        signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+                   "stride_am": "i32", "stride_bn": "i32", "stride_cm": "i32"},
+        constexprs={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32},
+    ),
     "gather": dict(
         name="gather_kernel",
         signature={"src_ptr": "*fp32", "idx_ptr": "*i32", "out_ptr": "*fp32", "n": "i32"},

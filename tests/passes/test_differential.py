@@ -182,11 +182,58 @@ TILES = """module {
 }
 """
 
+TRANSLOAD = """module {
+  kernel @k(%x: ptr<f32>, %out: ptr<f32>, %n: i32) {
+    %r8 = make_range {end = 8, start = 0} : tile<8xi32>
+    %r4 = make_range {end = 4, start = 0} : tile<4xi32>
+    %rows = expand_dims %r8 {axis = 1} : tile<8x1xi32>
+    %cols = expand_dims %r4 {axis = 0} : tile<1x4xi32>
+    %c4 = constant {value = 4} : i32
+    %c4t = splat %c4 : tile<8x1xi32>
+    %ro = mul %rows, %c4t : tile<8x1xi32>
+    %rob = broadcast %ro : tile<8x4xi32>
+    %cob = broadcast %cols : tile<8x4xi32>
+    %off = add %rob, %cob : tile<8x4xi32>
+    %xs = splat %x : tile<8x4xptr<f32>>
+    %xp = addptr %xs, %off : tile<8x4xptr<f32>>
+    %ns = splat %n : tile<8x4xi32>
+    %m = cmp %cob, %ns {pred = "lt"} : tile<8x4xi1>
+    %other = constant {value = 1.5} : tile<8x4xf32>
+    %z = constant {value = 0} : i32
+    %one = constant {value = 1} : i32
+    %three = constant {value = 3} : i32
+    %init = constant {value = 0.0} : tile<4x8xf32>
+    %acc = for %z, %three, %one, %init : tile<4x8xf32> {
+    ^(%i: i32, %a: tile<4x8xf32>):
+      %is = splat %i : tile<8x4xi32>
+      %xpi = addptr %xp, %is : tile<8x4xptr<f32>>
+      %v = load %xpi, %m, %other : tile<8x4xf32>
+      %t = trans %v {order = [1, 0]} : tile<4x8xf32>
+      %a2 = add %a, %t : tile<4x8xf32>
+      yield %a2
+    }
+    %r4c = expand_dims %r4 {axis = 1} : tile<4x1xi32>
+    %r8c = expand_dims %r8 {axis = 0} : tile<1x8xi32>
+    %c8 = constant {value = 8} : i32
+    %c8t = splat %c8 : tile<4x1xi32>
+    %oro = mul %r4c, %c8t : tile<4x1xi32>
+    %orob = broadcast %oro : tile<4x8xi32>
+    %ocob = broadcast %r8c : tile<4x8xi32>
+    %ooff = add %orob, %ocob : tile<4x8xi32>
+    %os = splat %out : tile<4x8xptr<f32>>
+    %op = addptr %os, %ooff : tile<4x8xptr<f32>>
+    store %op, %acc
+    return
+  }
+}
+"""
+
 CASES = {
     "vecadd": (VECADD, (5,), {"n": 250}),
     "folds": (FOLDS, (1,), {"v": 12345}),
     "loops": (LOOPS, (2,), {"x": 7, "n": 3}),
     "tiles": (TILES, (1,), {}),
+    "transload": (TRANSLOAD, (1,), {"n": 3}),
 }
 PASS_LISTS = [[p] for p in sorted(PASSES)] + [["default"], ["inline", "licm", "mask-simplify", "canonicalize", "dce"]]
 
