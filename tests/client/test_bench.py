@@ -118,8 +118,10 @@ def test_bench_process_survives_a_segfault_and_a_hang(add: Artifact, segfault: A
         assert info.value.kind == "crash"
         assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing), "a fresh child took over"
         assert bench.restarts == 1
-        with pytest.raises(TrialFault, match="no answer in 1 s") as info:  # never converges, 30 s allowed
-            bench.time(add, CONFIG, rel=1e-12, max_reps=10**9, max_seconds=30)
+        # a first batch of 10^9 repetitions cannot end within the 1 s the parent waits (30 s allowed); a tight
+        # `rel` alone can converge once the samples' median interval collapses on identical timings
+        with pytest.raises(TrialFault, match="no answer in 1 s") as info:
+            bench.time(add, CONFIG, rel=1e-12, min_reps=10**9, max_reps=10**9, max_seconds=30)
         assert info.value.kind == "timeout"
         assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing)
         assert bench.restarts == 2
