@@ -176,13 +176,11 @@ class ReduceLowering:
             out.append(acc)
         return out
 
-    def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, fn, elems: list):
-        """Each warp's partial results to shared memory (one plane per register of the tuple), then every
-        thread folds the warps' partials in warp order."""
+    def _warp_planes(self, res_lay: Layout, nw: int, elems: list):
+        """Shared memory for one partial per warp and element of `res_lay`, one plane per tuple member
+        (16-byte aligned), reserved after a barrier when earlier users may still read it: the element count,
+        the row-major strides, this thread's base index and `at(member, slot)`, a slot's byte offset."""
         bld = self.b
-        wbits = [i for i, bs in enumerate(lay.warp) if bs[axis]]
-        nw = 1 << len(wbits)
-        lane_mask = sum(1 << i for i, bs in enumerate(lay.lane) if bs[axis])
         numel = max(1, _numel(res_lay.shape))
         strides, _ = self._strides(res_lay.shape, 0)
         sizes = [self.smem_bytes_of(self.smem_type(e)) for e in elems]
@@ -194,15 +192,26 @@ class ReduceLowering:
         self.reserve(end if len(elems) > 1 else ((end + 15) // 16) * 16)
         if self.smem_dirty:
             self.barrier()
+        base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
+
+        def at(k: int, slot):
+            return bld.add(ir.Constant(ops.I32, bases[k]), bld.mul(slot, ir.Constant(ops.I32, sizes[k])))
+
+        return numel, strides, base, at
+
+    def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, fn, elems: list):
+        """Each warp's partial results to shared memory (one plane per register of the tuple), then every
+        thread folds the warps' partials in warp order."""
+        bld = self.b
+        wbits = [i for i, bs in enumerate(lay.warp) if bs[axis]]
+        nw = 1 << len(wbits)
+        lane_mask = sum(1 << i for i, bs in enumerate(lay.lane) if bs[axis])
+        numel, strides, base, at = self._warp_planes(res_lay, nw, elems)
         widx = ir.Constant(ops.I32, 0)
         for j, i in enumerate(wbits):
             bit = bld.and_(bld.lshr(self.warp, ir.Constant(ops.I32, i)), ir.Constant(ops.I32, 1))
             widx = bld.or_(widx, bld.shl(bit, ir.Constant(ops.I32, j)))
-        base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
         writer = bld.icmp_unsigned("==", bld.and_(self.lane, ir.Constant(ops.I32, lane_mask)), ir.Constant(ops.I32, 0))
-
-        def at(k: int, slot):
-            return bld.add(ir.Constant(ops.I32, bases[k]), bld.mul(slot, ir.Constant(ops.I32, sizes[k])))
 
         offs = []
         for r, p in enumerate(parts):
@@ -284,7 +293,7 @@ class ReduceLowering:
             totals = incl  # the last lane along the axis holds its warp's total
         # level 3: warps
         if warp_bits[1]:
-            self._scan_warps(lay, axis, rev, lane_bits, warp_bits, keys, totals, prefix, elems, fn)
+            self._scan_warps(lay, axis, rev, lane_bits, warp_bits, totals, prefix, elems, fn)
         # each value with its thread's prefix on the left
         for g, key in enumerate(keys):
             if prefix[g] is None:
@@ -305,34 +314,19 @@ class ReduceLowering:
         pos = bld.and_(bld.lshr(src, ir.Constant(ops.I32, first)), ir.Constant(ops.I32, (1 << count) - 1))
         return bld.sub(ir.Constant(ops.I32, (1 << count) - 1), pos) if rev else pos
 
-    def _scan_warps(self, lay: Layout, axis: int, rev: bool, lane_bits, warp_bits, keys, totals, prefix, elems, fn):
+    def _scan_warps(self, lay: Layout, axis: int, rev: bool, lane_bits, warp_bits, totals, prefix, elems, fn):
         """The last lane along the axis of each warp stores its warp's total per group (one shared-memory
         plane per tuple member); after a barrier every thread folds the totals of the warps before it, in
         scan order, and puts them on the left of its lane prefix."""
         bld = self.b
         res_lay = lay.without_dim(axis)
         nw = 1 << warp_bits[1]
-        numel = max(1, _numel(res_lay.shape))
-        strides, _ = self._strides(res_lay.shape, 0)
-        sizes = [self.smem_bytes_of(self.smem_type(e)) for e in elems]
-        bases, end = [], 0
-        for k, vb in enumerate(sizes):
-            base = ((end + 15) // 16) * 16 if k else 0
-            bases.append(base)
-            end = base + nw * numel * vb
-        self.reserve(((end + 15) // 16) * 16)
-        if self.smem_dirty:
-            self.barrier()
+        numel, strides, base, at = self._warp_planes(res_lay, nw, elems)
         wpos = self._axis_pos(self.warp, warp_bits[0], warp_bits[1], rev)
         phys = self._axis_pos(self.warp, warp_bits[0], warp_bits[1], False)
         last_lane = ir.Constant(ops.I32, (1 << lane_bits[1]) - 1)
         lpos = self._axis_pos(self.lane, lane_bits[0], lane_bits[1], rev) if lane_bits[1] else last_lane
         writer = bld.icmp_unsigned("==", lpos, last_lane)
-        base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
-
-        def at(k: int, slot):
-            return bld.add(ir.Constant(ops.I32, bases[k]), bld.mul(slot, ir.Constant(ops.I32, sizes[k])))
-
         offs = []
         for g, t in enumerate(totals):
             el = bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, g, strides)))
