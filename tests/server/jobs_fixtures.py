@@ -24,8 +24,11 @@ from tests.server.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TILEC = ROOT / ".venv" / "bin" / "tilec"
-# a db of its own, flushed at the start of each cluster; one per pytest-xdist worker (gw0 -> 11, gw1 -> 12, ...)
-REDIS_DB = 11 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+# a db of its own, flushed at the start of each cluster; one per pytest-xdist worker (gw0 -> 11, gw1 -> 12, ...);
+# TILEC_TEST_REDIS_DB moves the base, so that two checkouts can run these tests side by side on one Redis
+REDIS_DB = int(os.environ.get("TILEC_TEST_REDIS_DB", "11")) + int(
+    os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0
+)
 REDIS_URL = f"redis://localhost:6379/{REDIS_DB}"
 FINISHED = ("done", "failed", "cancelled")
 # seconds, shortened from the defaults so that in a test leases lapse, orphaned jobs are handed out again and
