@@ -30,6 +30,7 @@ extra = p['optional-dependencies']; print(chr(10).join(p['dependencies'] + extra
 COPY README.md ./
 COPY tilec ./tilec
 COPY compiler ./compiler
+COPY runtime ./runtime
 COPY server ./server
 COPY client ./client
 COPY migrations ./migrations

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import torch
 
-from tilec.client._launch import ArgSpec, specialise
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.backends.cuda import lower, ops, pipelined, wgmma
 from tilec.compiler.backends.cuda import target as cuda_target
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.launch import ArgSpec, specialise
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = (ROOT / "tests/kernels/attention.py").read_text()
@@ -126,7 +126,7 @@ def describe(art) -> dict:
 
 
 def tilec_fn(variant: str, args: list, d: int, cfg: tuple, causal: bool):
-    from tilec.client._runtime_cuda import launch
+    from tilec.runtime.cuda import launch
 
     q = args[0]
     n_ctx = q.shape[2]

@@ -32,7 +32,9 @@ t0 = time.perf_counter()
 import torch
 t_torch = time.perf_counter()
 import tilec
-from tilec.client import _cache, _fetch, _jit, _libcuda, _runtime_cuda, _verify  # what the first call imports
+from tilec.client import _cache, _fetch, _jit, _verify
+from tilec.runtime import cuda as _runtime_cuda
+from tilec.runtime import libcuda as _libcuda  # what the first call imports
 from cryptography.hazmat.primitives.asymmetric import ed25519  # the signature check's
 t_tilec = time.perf_counter()
 phases = {"cache_read": 0.0, "verify": 0.0, "module_load": 0.0}

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tilec import client
-from tilec.client._runtime_cuda import FastPath, Launcher
+from tilec.runtime.cuda import FastPath, Launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 import triton
 
-from tilec.client._launch import specialise
-from tilec.client._runtime_cuda import launch
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.cuda import launch
+from tilec.runtime.launch import specialise
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

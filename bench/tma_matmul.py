@@ -24,9 +24,9 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from tilec.client._launch import launch, specialise
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.launch import launch, specialise
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = (ROOT / "tests/kernels/desc_matmul.py").read_text()

@@ -146,7 +146,7 @@ def refuse(*a, **k):
 pipeline.compile_request = pipeline.compile_kernel = refuse
 from tilec import Client
 from tilec.compiler.artifact import Artifact
-from tilec.client._runtime_cuda import launch
+from tilec.runtime.cuda import launch
 url, kernel, target, key, dtypes, M, N, K = sys.argv[1:9]
 M, N, K = int(M), int(N), int(K)
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -198,7 +198,7 @@ def main() -> None:
     ap.add_argument("--strategy", default="halving")
     ap.add_argument("--json")
     args = ap.parse_args()
-    from tilec.client._runtime_cuda import device_sm
+    from tilec.runtime.cuda import device_sm
 
     target = f"cuda:sm_{device_sm(0)}"
     source = kernel_source()

@@ -23,11 +23,11 @@ from pathlib import Path
 import torch
 import triton
 
-from tilec.client._launch import specialise
-from tilec.client._runtime_cuda import launch
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.backends.cuda import target as cuda_target
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.cuda import launch
+from tilec.runtime.launch import specialise
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = (ROOT / "tests/kernels/matmul.py").read_text()

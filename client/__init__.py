@@ -3,6 +3,9 @@ target; with a server, builds come from it and a verified local cache), `load_in
 `tilec pull` wrote, and the errors they raise. Everything public is re-exported here from private modules.
 """
 
+from tilec.runtime.launch import BF16Array, as_bf16
+from tilec.runtime.tensordesc import TensorDescriptor
+
 from ._exceptions import (
     ArchMismatchError,
     ArgumentError,
@@ -20,8 +23,6 @@ from ._exceptions import (
 )
 from ._index import IndexedKernel, KernelIndex, load_index
 from ._jit import JITKernel, jit
-from ._launch import BF16Array, as_bf16
-from ._tensordesc import TensorDescriptor
 
 # The HTTP client (httpx, pydantic) loads on first use: a launch from the local cache does not need it.
 _HTTP = ("AsyncClient", "AuthError", "Client", "NotFoundError", "ServiceError", "ServiceUnavailable")

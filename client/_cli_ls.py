@@ -336,12 +336,12 @@ def lookup_cmd(
 def _prepare(
     file: Path, kernel: str | None, signature: str, launch: Path, target: str, constexpr: list[str]
 ) -> tuple[str, Any]:
-    """(the kernel's name, client._tune.Prepared): the tuning key's parts as a tune computes them."""
+    """(the kernel's name, runtime.tune.Prepared): the tuning key's parts as a tune computes them."""
     from tilec.compiler.frontend import read_kernel
     from tilec.compiler.tune.launch import LaunchDescription
+    from tilec.runtime.tune import TuneSpec, prepare
 
     from ._cli_compile import _read, _value, parse_pairs
-    from ._tune import TuneSpec, prepare
 
     source = _read(file)
     ks = read_kernel(source, kernel, filename=str(file))

@@ -124,8 +124,8 @@ def _first_reason(trials: list[dict]) -> str:
 @dataclass
 class Tune:
     file: Path
-    spec: Any  # client._tune.TuneSpec
-    prepared: Any  # client._tune.Prepared
+    spec: Any  # runtime.tune.TuneSpec
+    prepared: Any  # runtime.tune.Prepared
 
 
 def _setup(file: Path, kernel, signature, launch, target, strategy, budget, constexpr) -> Tune:
@@ -134,8 +134,7 @@ def _setup(file: Path, kernel, signature, launch, target, strategy, budget, cons
     from tilec.compiler.artifact import parse_target
     from tilec.compiler.frontend import read_kernel
     from tilec.compiler.tune.launch import LaunchDescription
-
-    from ._tune import TuneSpec, prepare
+    from tilec.runtime.tune import TuneSpec, prepare
 
     if strategy not in STRATEGIES:
         raise BadInput(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
@@ -188,7 +187,7 @@ def _preflight(ks: Any, prepared: Any) -> None:
 
 
 def _here(tune: Tune) -> TuneReport:
-    from ._tune import run_tune
+    from tilec.runtime.tune import run_tune
 
     prepared, spec = tune.prepared, tune.spec
     with _progress(f"tuning {prepared.base.name} here ({spec.target})") as bar:

@@ -18,10 +18,10 @@ from typing import Any
 
 from tilec.compiler.artifact import Artifact
 from tilec.compiler.tune.keys import key_string
+from tilec.runtime.grid import check_grid
+from tilec.runtime.launch import launch, select_target, specialise
 
 from ._exceptions import ArgumentError, TilecError, VerificationError
-from ._grid import check_grid
-from ._launch import launch, select_target, specialise
 
 INDEX_FORMAT = "tilec-index/1"
 INDEX_FILE = "index.json"

@@ -28,13 +28,13 @@ import numpy as np
 from tilec.compiler.artifact import Artifact, CompileOptions
 from tilec.compiler.pipeline import compile_kernel
 from tilec.compiler.tune.keys import dtypes_string, key_string
+from tilec.runtime.grid import check_grid
+from tilec.runtime.launch import ArgSpec, BF16Array, launch, select_target, specialise
+from tilec.runtime.tensordesc import is_descriptor
 
 from ._exceptions import ArchMismatchError, ArgumentError
-from ._grid import check_grid
-from ._launch import ArgSpec, BF16Array, launch, select_target, specialise
 from ._shared import LAUNCH_OPTIONS as _LAUNCH_OPTIONS
 from ._shared import ServerBuilds, SharedResults
-from ._tensordesc import is_descriptor
 
 _TRIALS = 3
 
@@ -174,7 +174,7 @@ class JITKernel:
     def run(self, grid: Any, args: tuple, kwargs: dict) -> None:
         fast = self.__dict__.get("_cuda_fast")
         if fast is not None and fast.launch(grid, args, kwargs):
-            return  # warm cuda launch (client/_runtime_cuda.py FastPath)
+            return  # warm cuda launch (runtime/cuda.py FastPath)
         bound, opts = self.bind(args, kwargs)
         target = select_target(list(bound.values()))
         if self.ks.autotune is not None and self.ks.autotune.configs:
@@ -183,7 +183,7 @@ class JITKernel:
         full = self.complete(bound)
         art = self._run_once(grid, full, opts, target)
         if target.startswith("cuda"):
-            from ._runtime_cuda import FastPath
+            from tilec.runtime.cuda import FastPath
 
             self.__dict__.setdefault("_cuda_fast", FastPath(self.params))
             self._cuda_fast.remember(args, kwargs, self.runtime_names(full), art, full)
@@ -378,7 +378,7 @@ def _zero(arrays: list[Any]) -> None:
 def _synchronize(target: str) -> None:
     """GPU launches are asynchronous: wait for the trial to end before reading the clock."""
     if target.startswith("cuda"):
-        from ._runtime_cuda import synchronize
+        from tilec.runtime.cuda import synchronize
 
         synchronize()
 

@@ -5,7 +5,7 @@ load_index launches from (no server, no network). What the service does not have
 
 A plain entry's build is found by its artifact key, computed here as the service does (kernel key,
 specialisation, config, target, the server's compiler version from /healthz): a GET, never a compile.
-A tuned entry's tuning key comes from the launch description (client._tune.prepare) and is looked up.
+A tuned entry's tuning key comes from the launch description (runtime.tune.prepare) and is looked up.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _entry(path: Path, number: int, table: dict) -> KernelEntry:
 @dataclass
 class Planned:
     """An entry read and resolved here: its kernel's source and key; a plain entry's build, or a tuned
-    entry's prepared tune (client._tune.Prepared: the tuning key's parts, the base spec)."""
+    entry's prepared tune (runtime.tune.Prepared: the tuning key's parts, the base spec)."""
 
     entry: KernelEntry
     source: str
@@ -139,8 +139,7 @@ def plan(entry: KernelEntry, base: Path, target: str) -> Planned:
         planned.build = Build(ks.key, entry.signature, entry.constexprs, entry.hints, config, target)
         return planned
     from tilec.compiler.tune.launch import LaunchDescription, LaunchError
-
-    from ._tune import TuneSpec, prepare
+    from tilec.runtime.tune import TuneSpec, prepare
 
     text = _read(base / entry.launch, entry, "launch")
     try:

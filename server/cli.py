@@ -156,13 +156,21 @@ def _in_database(fn: Callable[[Any], T]) -> T:
         engine.dispose()
 
 
-def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
-    from tilec.client import Client, ServiceError
+# How the commands given --url reach the API: tilec/cli.py hands in a function returning the client's HTTP
+# client class (called with (url, token), a context manager) and its error class; the server imports nothing
+# from the client.
+_API: dict[str, Callable[[], tuple[type, type[Exception]]]] = {}
 
+
+def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
+    if not _API:
+        typer.echo("tilec: --url needs the tilec client (run this through the `tilec` command)", err=True)
+        raise typer.Exit(2)
+    client_class, error = _API["load"]()
     try:
-        with Client(url, token) as client:
+        with client_class(url, token) as client:
             return call(client)
-    except ServiceError as exc:
+    except error as exc:
         typer.echo(f"tilec: {exc}", err=True)
         raise typer.Exit(1) from exc
 
@@ -277,7 +285,10 @@ def worker(
     ])  # fmt: skip
 
 
-def register(app: typer.Typer) -> None:
+def register(app: typer.Typer, *, api: Callable[[], tuple[type, type[Exception]]] | None = None) -> None:
+    """Add the server's commands to app; api() gives the HTTP client class and its error for --url."""
+    if api is not None:
+        _API["load"] = api
     app.command("serve")(serve)
     app.command("worker")(worker)
     app.add_typer(db_app, name="db")

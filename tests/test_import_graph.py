@@ -1,5 +1,6 @@
 """The direction of imports, read from the sources with `ast`: the compiler imports nothing from the
-server or the client, the client nothing from the server, and no modules import each other in a cycle
+runtime, the server or the client; the runtime only the compiler; the client nothing from the server and
+the server nothing from the client (both stand on the runtime); and no modules import each other in a cycle
 (imports inside functions and under TYPE_CHECKING count too)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("compiler", "server", "client", "migrations")
+PARTS = ("compiler", "runtime", "server", "client", "migrations")
 
 
 def _modules() -> dict[str, Path]:
@@ -97,9 +98,31 @@ def _part(module: str) -> str:
     return module.split(".")[1] if module.count(".") else ""
 
 
-def test_compiler_imports_nothing_from_server_or_client() -> None:
-    wrong = [(a, b) for a, bs in import_graph().items() for b in bs if _part(a) == "compiler" and _part(b) in ("server", "client")]
-    assert wrong == []
+def _edges(source: str, targets: tuple[str, ...], graph: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+    graph = import_graph() if graph is None else graph
+    return sorted((a, b) for a, bs in graph.items() for b in bs if _part(a) == source and _part(b) in targets)
+
+
+def test_compiler_imports_nothing_from_runtime_server_or_client() -> None:
+    assert _edges("compiler", ("runtime", "server", "client")) == []
+
+
+def test_runtime_imports_only_the_compiler() -> None:
+    graph = import_graph()
+    assert _edges("runtime", ("server", "client", "migrations"), graph) == []
+    outside = sorted((a, b) for a, bs in graph.items() for b in bs if _part(a) == "runtime" and b.startswith("tilec.")
+                     and _part(b) not in ("runtime", "compiler"))
+    assert outside == []  # nor tilec.wire, tilec.cli and the like
+
+
+def test_server_imports_nothing_from_client() -> None:
+    assert _edges("server", ("client",)) == []
+
+
+def test_the_direction_checks_see_a_wrong_edge() -> None:
+    graph = {"tilec.server.jobs.runner": {"tilec.client._jit"}, "tilec.runtime.bench": {"tilec.client._exceptions"}}
+    assert _edges("server", ("client",), graph) == [("tilec.server.jobs.runner", "tilec.client._jit")]
+    assert _edges("runtime", ("client",), graph) == [("tilec.runtime.bench", "tilec.client._exceptions")]
 
 
 def test_client_imports_nothing_from_server() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import tilec
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("compiler", "server", "client", "migrations")
+PARTS = ("compiler", "runtime", "server", "client", "migrations")
 
 
 def _package_folders() -> set[str]:
@@ -59,6 +59,7 @@ def test_wheel_adds_no_other_top_level_name(tmp_path: Path) -> None:
         "tilec/compiler/pipeline.py",
         "tilec/server/app.py",
         "tilec/client/_jit.py",
+        "tilec/runtime/cuda.py",
         "tilec/migrations/env.py",
         "tilec/migrations/script.py.mako",
     ):
@@ -78,7 +79,7 @@ def test_public_surface() -> None:
 
 
 def test_compiler_import_stays_light() -> None:
-    code = "import sys, tilec.compiler.pipeline; print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy', 'httpx', 'tilec') and m.startswith(('fastapi', 'sqlalchemy', 'httpx', 'tilec.server', 'tilec.client'))))"
+    code = "import sys, tilec.compiler.pipeline; print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy', 'httpx', 'tilec') and m.startswith(('fastapi', 'sqlalchemy', 'httpx', 'tilec.server', 'tilec.client', 'tilec.runtime'))))"
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
     ).stdout

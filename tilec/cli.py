@@ -19,7 +19,14 @@ def _register_all() -> None:
     ):  # the server extra; its modules load inside each command
         from tilec.server import cli as server_cli
 
-        server_cli.register(app)
+        server_cli.register(app, api=_http_client)
+
+
+def _http_client() -> tuple[type, type[Exception]]:
+    """The client's HTTP client and its error, for the server's commands given --url (loaded when one runs)."""
+    from tilec.client import Client, ServiceError
+
+    return Client, ServiceError
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ it, and so does TMA), a constant here, so the innermost dimension is known conti
 parameter is the frontend's TensorDescriptor aggregate over those values, so desc.load / desc.store lower
 on every target to pointer tiles with a boundary mask (blockptr.py): zero (or NaN) padding past the edges
 on load, out-of-bounds elements dropped on store. The launcher expands the host object into the same
-values (client/_tensordesc.py). The base parameter carries `tensordesc = "<block>"`, the descriptor's
+values (runtime/tensordesc.py). The base parameter carries `tensordesc = "<block>"`, the descriptor's
 spelling, so a backend can tell a descriptor's parameters from ordinary ones.
 
 Padding is part of the type: `tensordesc<fp32[32, 32],nan>` for padding="nan" (zero is the default).

@@ -11,7 +11,7 @@ How each strategy spends its time:
   the fastest third go on to a longer round, and so on until at most two remain, which are timed to
   full precision. The configs a round drops keep their brief time, marked "stopped".
 All configs compile (in parallel) before the first is timed: the spill rule compares them. What overlaps
-the compiles is the caller's bench start-up (client/_tune.py starts its bench child first).
+the compiles is the caller's bench start-up (runtime/tune.py starts its bench child first).
 
 Benchmarking is the caller's: `bench.time(artifact, config, rel=, min_reps=, max_reps=, max_seconds=)`
 returns a compiler.tune.stats.Timing or raises (a faulting kernel fails its trial, not the tune).

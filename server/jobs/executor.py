@@ -36,7 +36,7 @@ def local_targets() -> set[str]:
     """cpu, and cuda:sm_XX of this machine's first GPU when there is one."""
     found = {"cpu"}
     try:
-        from tilec.client._runtime_cuda import device_sm
+        from tilec.runtime.cuda import device_sm
 
         found.add(f"cuda:sm_{device_sm(0)}")
     except Exception:  # noqa: BLE001 - no cuda-python, no driver or no GPU: the cpu target only

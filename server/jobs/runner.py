@@ -20,13 +20,13 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tilec.client._tune import Prepared, TuneSpec, prepare, run_tune
 from tilec.compiler.artifact import Artifact, artifact_key, compiler_version
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import Budgets
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError
 from tilec.compiler.tune.space import config_hash
 from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_compiler
+from tilec.runtime.tune import Prepared, TuneSpec, prepare, run_tune
 
 from ..db import crud
 from ..db.engine import make_engine, session_factories

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cuda.gpu import gpu_reason
 from tilec.client import ArchMismatchError, LaunchError, TargetError, TilecError
-from tilec.client._runtime_cuda import LOAD_REFUSALS, DeviceArch, arch_mismatch, load_refusal, runs_on
+from tilec.runtime.cuda import LOAD_REFUSALS, DeviceArch, arch_mismatch, load_refusal, runs_on
 
 A100 = DeviceArch(ordinal=1, name="NVIDIA A100-SXM4-80GB", sm=80, driver_version=12080)
 H100 = DeviceArch(ordinal=0, name="NVIDIA H100 80GB HBM3", sm=90, driver_version=12040)
@@ -135,7 +135,7 @@ def _cubin(target: str):  # noqa: ANN202 - a compiler Artifact
 def test_on_a_gpu_a_cubin_for_another_arch_is_refused_typed() -> None:
     import torch
 
-    from tilec.client import _runtime_cuda as rt
+    from tilec.runtime import cuda as rt
 
     torch.zeros(1, device="cuda")  # torch's context is the current one, as in a user's process
     device = rt.device_arch(torch.cuda.current_device())
@@ -167,8 +167,8 @@ def test_on_a_gpu_a_refused_cubin_is_rebuilt_from_ptx_by_the_driver() -> None:
 
     import torch
 
-    from tilec.client import _runtime_cuda as rt
     from tilec.client._jit import JITKernel
+    from tilec.runtime import cuda as rt
 
     torch.zeros(1, device="cuda")
     device = rt.device_arch(torch.cuda.current_device())

@@ -1,4 +1,4 @@
-"""client._bench on the cpu target: timing a compiled vector add on a resolved launch description, launch
+"""runtime.bench on the cpu target: timing a compiled vector add on a resolved launch description, launch
 refusals and device asserts as typed trial faults, and the bench process surviving a segfaulting kernel
 and a hang by replacing its child."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilec.client._bench import BenchProcess, CpuBench, TrialFault, make_bench
 from tilec.compiler.artifact import Artifact, CompileOptions
 from tilec.compiler.pipeline import compile_kernel
 from tilec.compiler.tune.launch import LaunchDescription, ResolvedLaunch, resolve
 from tilec.compiler.tune.stats import Timing
+from tilec.runtime.bench import BenchProcess, CpuBench, TrialFault, make_bench
 
 ADD = (Path(__file__).parents[1] / "kernels" / "vector_add.py").read_text()
 # the same kernel, loading 40 TB past x: unmapped memory, a SIGSEGV on the host

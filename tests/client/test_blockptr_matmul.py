@@ -1,7 +1,7 @@
 """The block-pointer matmul (tests/kernels/blockptr_matmul.py) on the cpu target and the interpreter
 against NumPy, with row- and column-major operands and sizes that leave partial blocks; and how the
 launcher finds a block pointer's tensor (TMA's map, compiler/backends/cuda/tma.py) in the launch's own
-arguments (client/_tma.py), which needs no GPU."""
+arguments (runtime/tma.py), which needs no GPU."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from tests.kernels import source
 from tilec import client
 from tilec.client import ArgumentError
-from tilec.client._tma import BlockTensor, tensor_maps
 from tilec.compiler.interp import run_kernel
 from tilec.compiler.ir import parse_module
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.tma import BlockTensor, tensor_maps
 
 NAMES = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
          "stride_cm", "stride_cn")  # fmt: skip

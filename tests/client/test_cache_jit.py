@@ -20,10 +20,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.server.conftest import Uvicorn
 from tilec import client
-from tilec.client import UnsignedManifestError, UntrustedKeyError, _runtime_cpu, _verify
+from tilec.client import UnsignedManifestError, UntrustedKeyError, _verify
 from tilec.client._cache import LocalCache
 from tilec.client._client import Client
 from tilec.client._verify import TrustedKeys
+from tilec.runtime import cpu as _runtime_cpu
 from tilec.wire import ManifestPublic, TuneJobCreate
 
 from .conftest import Service, _make_tokens

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tilec import client
-from tilec.client._runtime_cpu import load
 from tilec.compiler.artifact import Artifact
+from tilec.runtime.cpu import load
 
 ADD = """
 import triton

@@ -13,8 +13,8 @@ import pytest
 
 from tilec import client
 from tilec.client._client import Client
-from tilec.client._tune import TuneSpec, prepare
 from tilec.compiler.tune.launch import LaunchDescription
+from tilec.runtime.tune import TuneSpec, prepare
 
 from .conftest import Service
 

@@ -27,12 +27,12 @@ from tilec.client import (
     TargetMismatchError,
     UnsignedManifestError,
     UntrustedKeyError,
-    _runtime_cpu,
 )
 from tilec.client._client import Client
 from tilec.client._index import IndexFileError, load_index
 from tilec.client._verify import TrustedKeys, key_id
 from tilec.client.cli import register
+from tilec.runtime import cpu as _runtime_cpu
 from tilec.wire import ManifestPublic, canonical_json
 
 from .conftest import Service, _make_tokens

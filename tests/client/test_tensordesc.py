@@ -14,12 +14,12 @@ import pytest
 from tests.kernels import source
 from tilec import client
 from tilec.client import ArgumentError, TensorDescriptor
-from tilec.client._tensordesc import expand_args
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.errors import CompileError
 from tilec.compiler.interp import run_kernel
 from tilec.compiler.ir import parse_module
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.tensordesc import expand_args
 
 COPY = """
 import triton

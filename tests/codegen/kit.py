@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilec.client._runtime_cpu import load
 from tilec.compiler.artifact import Artifact
 from tilec.compiler.backends.cpu import buffers as cpu_buffers
 from tilec.compiler.interp import run_kernel
 from tilec.compiler.ir import parse_module
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.cpu import load
 
 _ARTIFACTS: dict[tuple[str, int], Artifact] = {}
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tilec.client._runtime_cpu import load
 from tilec.compiler.artifact import Artifact, compiler_version
 from tilec.compiler.backends.cpu import buffers as cpu_buffers
 from tilec.compiler.backends.cpu.target import emit_object, lower_module, optimise
 from tilec.compiler.errors import CompileError
 from tilec.compiler.ir import parse_module
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.cpu import load
 
 from .kit import assert_same, run_both
 from .test_elementwise import test_float_binary, test_float_unary, test_int_binary, test_propagate_nan  # noqa: F401

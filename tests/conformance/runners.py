@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from tilec import client
-from tilec.client._grid import check_grid
-from tilec.client._launch import BF16Array
 from tilec.compiler.frontend import build_ir
 from tilec.compiler.interp import run_kernel
+from tilec.runtime.grid import check_grid
+from tilec.runtime.launch import BF16Array
 
 from .case import Case
 

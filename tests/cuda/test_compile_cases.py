@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tilec.client._launch import specialise
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import read_kernel
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.launch import specialise
 
 
 def _cases():

@@ -21,7 +21,7 @@ HEADER = "import triton\nimport triton.language as tl\n\n\n"
 
 
 def _signature(ks, args: list, constexprs: dict) -> dict:
-    from tilec.client._launch import specialise
+    from tilec.runtime.launch import specialise
 
     return {p.name: specialise(p.name, a).type for p, a in zip([p for p in ks.params if not p.constexpr], args, strict=True)}
 

@@ -62,10 +62,10 @@ def run(make, types: tuple[str, str], shape: tuple, trans: tuple[bool, bool], ta
     (A, B, C) as float64 tensors of the values the kernel saw and the result."""
     import torch
 
-    from tilec.client._launch import specialise
-    from tilec.client._runtime_cuda import launch
     from tilec.compiler.artifact import CompileOptions
     from tilec.compiler.pipeline import compile_kernel
+    from tilec.runtime.cuda import launch
+    from tilec.runtime.launch import specialise
 
     m, n, k = shape
     bm, bn, bk, nw, ns = cfg

@@ -31,7 +31,7 @@ def _signed_view(a: np.ndarray) -> np.ndarray:
 def run_on_gpu(k: OpKernel, args: list) -> list:
     import torch
 
-    from tilec.client._runtime_cuda import cuda_target, launch
+    from tilec.runtime.cuda import cuda_target, launch
 
     dev = [torch.from_numpy(_signed_view(a).copy()).cuda() if isinstance(a, np.ndarray) else a for a in args]
     fn = parse_module(k.text).kernels[0]

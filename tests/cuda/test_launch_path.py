@@ -12,7 +12,7 @@ import pytest
 from tests.kernels import source
 from tilec import client
 from tilec.client import ArgumentError, GridError
-from tilec.client._runtime_cuda import FastPath, Launcher, _LaunchConfig
+from tilec.runtime.cuda import FastPath, Launcher, _LaunchConfig
 
 
 class Tensor:

@@ -232,9 +232,9 @@ def test_gpu_blockptr_matmul_against_torch(m: int, n: int, k: int, cfg: tuple) -
 @pytest.mark.skipif(gpu_reason() is not None, reason=str(gpu_reason()))
 def test_gpu_tuner_bench_times_a_tma_kernel() -> None:
     """The tuner's CUDA bench launches an artifact whose block pointers take TMA: it encodes their tensor
-    maps from the trial's own buffers and scalars (client/_bench.py), and the trial is timed, not a fault."""
-    from tilec.client._bench import CudaBench
+    maps from the trial's own buffers and scalars (runtime/bench.py), and the trial is timed, not a fault."""
     from tilec.compiler.tune.launch import LaunchDescription, resolve
+    from tilec.runtime.bench import CudaBench
 
     toml = """
 grid = ["cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)"]

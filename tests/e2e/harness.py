@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from tilec import client
-from tilec.client._grid import check_grid
 from tilec.client._jit import JITKernel
-from tilec.client._launch import BF16Array
 from tilec.compiler.frontend import build_ir
 from tilec.compiler.interp import run_kernel
+from tilec.runtime.grid import check_grid
+from tilec.runtime.launch import BF16Array
 
 KERNELS = Path(__file__).parent / "kernels"
 

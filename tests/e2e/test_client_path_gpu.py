@@ -43,7 +43,7 @@ INDEX = """
 import json, sys
 import torch
 from tilec import VerificationError, load_index
-from tilec.client import _runtime_cuda
+from tilec.runtime import cuda as _runtime_cuda
 
 idx = load_index(sys.argv[1])
 n = 2048

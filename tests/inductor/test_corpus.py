@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from tests.inductor import torch_or_skip
-from tilec.client._launch import launch
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import read_kernel
 from tilec.compiler.frontend.inductor import launch_grid
 from tilec.compiler.pipeline import compile_kernel
+from tilec.runtime.launch import launch
 
 torch = torch_or_skip()
 

@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from tilec.client._bench import TrialFault
-from tilec.client._tune import TuneSpec, prepare, run_tune
 from tilec.compiler import backends
 from tilec.compiler.artifact import Artifact, CompileOptions
 from tilec.compiler.errors import CompileError
@@ -38,6 +36,8 @@ from tilec.compiler.tune.tuner import (
     in_process_compiler,
     process_pool_compiler,
 )
+from tilec.runtime.bench import TrialFault
+from tilec.runtime.tune import TuneSpec, prepare, run_tune
 
 KERNELS = Path(__file__).parents[1] / "kernels"
 ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"}

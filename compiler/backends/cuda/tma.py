@@ -18,7 +18,7 @@ host-encoded map, and a device-side encode (tensormap.replace) would cost a glob
 tensor that the pointer path does not pay. A block pointer's semantics hold: TMA zero-fills what lies
 outside the tensor, which is what boundary_check asks on its dimensions, and the other dimensions are in
 bounds by the user's word. One difference remains at launch: TMA cannot encode an empty extent (or a zero
-or negative stride), so such a launch of a build that took TMA is refused (client/_tma.py ArgumentError)
+or negative stride), so such a launch of a build that took TMA is refused (runtime/tma.py ArgumentError)
 where the pointer path would have read zeros.
 
 The ring's tile layout is already the TMA's: blocks of `sw` bytes along the contiguous dimension, each
@@ -28,7 +28,7 @@ own kernel parameter: a 128-byte CUtensorMap passed by value (`.param .align 64 
 grid-constant byval parameter) after the IR's parameters, described in the launch metadata under "tma"
 (the base's IR parameter, box, swizzle, element type; a block pointer's also where its shape and
 strides come from) for the launcher to encode
-(client/_tma.py, cuTensorMapEncodeTiled). Coordinates are the box's start (innermost first); TMA zero-fills
+(runtime/tma.py, cuTensorMapEncodeTiled). Coordinates are the box's start (innermost first); TMA zero-fills
 what lies outside the tensor, as the pointer path's mask does.
 
 Protocol per loop: thread 0 initialises S mbarriers (arrive count 1) before the prologue; issuing stage s,

@@ -18,7 +18,7 @@ import llvmlite.binding as llvm
 from tilec.compiler.artifact import Artifact
 from tilec.compiler.backends.llvm.types import round_bf16_py
 
-from ._exceptions import KernelAssertionError, LaunchError
+from .errors import KernelAssertionError, LaunchError
 
 _GRID_FN = ctypes.CFUNCTYPE(
     ctypes.c_int32,

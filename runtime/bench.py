@@ -19,7 +19,7 @@ from tilec.compiler.tune.launch import LaunchError as DescriptionError
 from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
 from tilec.compiler.tune.stats import Timing, adaptive
 
-from ._exceptions import KernelAssertionError, LaunchError, TilecError
+from .errors import KernelAssertionError, LaunchError, TilecError
 
 FAULT_KINDS = ("fault", "crash", "timeout", "launch")
 _L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any GPU so far (H100: 50 MiB)
@@ -79,7 +79,7 @@ class CpuBench:
         self._loaded: tuple[str, Any] | None = None  # (sha256, CpuKernel): one engine alive at a time
 
     def _kernel(self, art: Artifact):
-        from ._runtime_cpu import CpuKernel
+        from .cpu import CpuKernel
 
         if self._loaded is None or self._loaded[0] != art.sha256:
             self._loaded = None  # drop the previous engine before linking the next
@@ -165,7 +165,7 @@ class CudaBench:
     later call raises TrialFault("fault") (BenchProcess replaces the process)."""
 
     def __init__(self, resolved: ResolvedLaunch, seed: int = 0, device: int = 0) -> None:
-        from . import _runtime_cuda as rt
+        from . import cuda as rt
 
         self.rt, self.drv = rt, rt._driver()
         self.resolved, self.device = resolved, device
@@ -243,7 +243,7 @@ class CudaBench:
         r = self.resolved
         raw = [self.buffers[n] if n in r.tensors else _scalar(r.scalars[n]) for n in r.params]
         if art.metadata.get("tma"):  # block pointers loaded by TMA: their tensor maps, from these arguments
-            from ._tma import tensor_maps
+            from .tma import tensor_maps
 
             try:
                 raw += tensor_maps(raw, art.metadata["tma"])
@@ -325,7 +325,7 @@ def cuda_device_info(device: int = 0) -> dict:
     """GPU model, the NVIDIA driver (kernel module) and the CUDA version it supports, the rated
     (boost) SM and memory clocks, and the arch; None where the driver does not say. Needs no context,
     so a tune's parent process asks it while the bench child is still starting."""
-    from . import _runtime_cuda as rt
+    from . import cuda as rt
 
     drv = rt._driver()
     rt._init()
@@ -373,7 +373,7 @@ def make_bench(
     kind, sm = parse_target(target)
     if kind == "cpu":
         return CpuBench(resolved, seed)
-    from ._runtime_cuda import device_sm
+    from .cuda import device_sm
 
     have = device_sm(device)
     if have != sm:

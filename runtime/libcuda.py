@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, c_char_p, c_int, c_uint, c_void_p
 
-from ._exceptions import LaunchError, TargetError
+from .errors import LaunchError, TargetError
 
 # enum values of cuda.h used here
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75

@@ -1,5 +1,5 @@
 """The cuda runtime: loads cubins (cuModuleLoadData) and launches them (cuLaunchKernelEx), through the
-ctypes driver calls of client/_libcuda.py.
+ctypes driver calls of runtime/libcuda.py.
 
 A loaded module is cached per (artifact, context); each launch writes the arguments into prebuilt
 ctypes slots (no allocation) and launches on the arguments' current stream (torch's when torch
@@ -18,14 +18,14 @@ import numpy as np
 
 from tilec.compiler.artifact import Artifact, parse_target
 
-from . import _libcuda
-from ._exceptions import ArchMismatchError, ArgumentError, LaunchError, TargetError
-from ._grid import check_grid
+from . import libcuda as _libcuda
+from .errors import ArchMismatchError, ArgumentError, LaunchError, TargetError
+from .grid import check_grid
 
 _CTYPES = {
     "ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
     "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
-    "tmap": lambda b: (ctypes.c_uint8 * 128).from_buffer_copy(b),  # a CUtensorMap by value (client/_tma.py)
+    "tmap": lambda b: (ctypes.c_uint8 * 128).from_buffer_copy(b),  # a CUtensorMap by value (runtime/tma.py)
 }  # fmt: skip
 _TORCH_DTYPES = {
     "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
@@ -45,7 +45,7 @@ _initialised = False
 
 def _driver():
     """cuda-python's driver module, for the benchmark (events, allocations, graphs); loading and
-    launching go through client/_libcuda.py, which imports in a fraction of the time."""
+    launching go through runtime/libcuda.py, which imports in a fraction of the time."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:  # pragma: no cover - cuda-python is a dependency of the cuda extra
@@ -382,7 +382,7 @@ def load(art: Artifact, device: int = 0) -> CudaKernel:
 
 
 def launch(art: Artifact, args: list[Any], grid: tuple[int, int, int]) -> None:
-    """The cuda entry of client._launch.RUNTIMES: args are the kernel's runtime arguments."""
+    """The cuda entry of runtime/launch.RUNTIMES: args are the kernel's runtime arguments."""
     device = next((array_info("?", a)[2] for a in args if is_cuda_array(a)), 0)
     kernel = load(art, device)
     kernel.launch([raw_cuda_arg(a) for a in args], grid, current_stream(args, device))
@@ -496,7 +496,7 @@ class FastPath:
         self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict
     ) -> None:
         if any(n in kwargs for n in runtime_names) or art.metadata.get("tma"):
-            return  # a kernel with TMA takes tensor maps encoded per launch (client/_launch.py): no fast path
+            return  # a kernel with TMA takes tensor maps encoded per launch (runtime/launch.py): no fast path
         if self.tensor is None:
             import torch
 

@@ -104,7 +104,7 @@ def run_tune(
     """Run the tune; (its outcome, the device's description: GPU model, driver, clocks). `known(device)`
     gives the trials an earlier tune on the same device model has recorded (not timed again);
     `on_plan(n)` is told how many trials the tune will record before the first one."""
-    from ._bench import BenchProcess, device_info
+    from .bench import BenchProcess, device_info
 
     own = bench is None
     # the bench child starts now and gets ready (imports, arrays, device buffers) while the configs compile

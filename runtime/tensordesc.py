@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._exceptions import ArgumentError
+from .errors import ArgumentError
 
 MAX_RANK = 5
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from . import _libcuda, _tensordesc
-from ._exceptions import ArgumentError
+from . import libcuda as _libcuda
+from . import tensordesc as _tensordesc
+from .errors import ArgumentError
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapFloatOOBfill and CUtensorMapL2promotion of cuda.h
 _DTYPE = {"u8": 0, "i8": 0, "fp16": 6, "fp32": 7, "bf16": 9}
@@ -84,7 +85,7 @@ class BlockTensor:
 def encode(d: Any, e: dict) -> bytes:
     """cuTensorMapEncodeTiled for tensor `d` (a descriptor or a BlockTensor) read in boxes `e["box"]`
     (innermost first)."""
-    from ._runtime_cuda import raw_cuda_arg
+    from .cuda import raw_cuda_arg
 
     rank = len(d.shape)
     eb = int(e["elem_bytes"])

@@ -12,8 +12,8 @@ import numpy as np
 
 from tilec.compiler.artifact import Artifact
 
-from . import _tensordesc
-from ._exceptions import ArgumentError, TargetError
+from . import tensordesc as _tensordesc
+from .errors import ArgumentError, TargetError
 
 _NP_TO_TRITON = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -55,14 +55,14 @@ def select_target(args: list[Any]) -> str:
     if len(kinds) > 1:
         raise TargetError("the arguments mix NumPy arrays (cpu) with CUDA arrays; pass one kind")
     if kinds == {"cuda"}:
-        from ._runtime_cuda import cuda_target
+        from .cuda import cuda_target
 
         return cuda_target(args)
     return kinds.pop() if kinds else "cpu"
 
 
 def _is_cuda_array(a: Any) -> bool:
-    from ._runtime_cuda import is_cuda_array
+    from .cuda import is_cuda_array
 
     return is_cuda_array(a)
 
@@ -112,7 +112,7 @@ class ArgSpec:
 
 def specialise(name: str, value: Any) -> ArgSpec:
     """Triton's specialisation: pointers 16-byte aligned, ints divisible by 16 or equal to 1; a host tensor
-    descriptor as its type and its parts' hints (client/_tensordesc.py)."""
+    descriptor as its type and its parts' hints (runtime/tensordesc.py)."""
     if _tensordesc.is_descriptor(value):
         base = specialise(name, value.base)
         if not base.type.startswith("*"):
@@ -124,7 +124,7 @@ def specialise(name: str, value: Any) -> ArgSpec:
         t = array_type(name, value)
         return ArgSpec(t, (("divisibility", 16),) if arr.ctypes.data % 16 == 0 else ())
     if _is_cuda_array(value):
-        from ._runtime_cuda import specialise_cuda
+        from .cuda import specialise_cuda
 
         return ArgSpec(*specialise_cuda(name, value))
     t = scalar_type(name, value)
@@ -149,13 +149,13 @@ def raw_arg(value: Any) -> Any:
 
 
 def _launch_cpu(art: Artifact, args: list[Any], grid: tuple[int, int, int]) -> None:
-    from ._runtime_cpu import load
+    from .cpu import load
 
     load(art).launch([raw_arg(a) for a in args], grid)
 
 
 def _launch_cuda(art: Artifact, args: list[Any], grid: tuple[int, int, int]) -> None:
-    from ._runtime_cuda import launch as cuda_launch
+    from .cuda import launch as cuda_launch
 
     cuda_launch(art, args, grid)
 
@@ -174,7 +174,7 @@ def launch(target: str, art: Artifact, args: list[Any], grid: tuple[int, int, in
         raise TargetError(f"no runtime for target {target!r}")
     flat = _tensordesc.expand_args(args)
     if art.metadata.get("tma"):  # the tensor maps of the boxes the kernel loads with TMA, after the rest
-        from ._tma import tensor_maps
+        from .tma import tensor_maps
 
         flat += tensor_maps(args, art.metadata["tma"])
     runtime(art, flat, grid)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._exceptions import GridError
+from .errors import GridError
 
 
 def check_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
