@@ -25,9 +25,7 @@ from pathlib import Path
 
 import torch
 
-from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.backends.cuda import lower, ops, pipelined, wgmma
-from tilec.compiler.backends.cuda import target as cuda_target
+from tilec.compiler.artifact import CompileOptions, CudaOptions
 from tilec.compiler.pipeline import compile_kernel
 from tilec.runtime.launch import ArgSpec, specialise
 
@@ -41,24 +39,22 @@ CONFIGS = {
     64: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 4), (128, 64, 8, 4)],
     128: [(128, 64, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3), (128, 64, 8, 2)],
 }  # 128-row blocks on 4 warps spill at head dim 128 (and causal at 64): left out
-# the ladder's rungs: each a set of the compiler's switches (module, name) -> value; "sm90a" (all on) is
+# the ladder's rungs: each the cuda codegen options (CudaOptions) it is built with; "sm90a" (all on) is
 # the default build. staged/q-once: the first wgmma paths; sm90a-0: this bench's first GPU run's default;
 # then exp2 as ex2.approx.ftz with mul+add fused into fma; the warp index made uniform (shfl.sync.idx) and
 # the causal second loop reading the Q the first staged; the copies issued after P V's group; P V's group
 # left in flight into the next iteration (waited with Q K^T's), as Triton's schedule does ("+in-flight", the
-# default until the PTX's `.minnctapersm 1` was dropped); "+occupancy": that build assembled again for one
-# more block per SM where ptxas fits it (cuda target.py OCCUPANCY_RETRY; causal d=64: 150 -> 127 registers);
-# "sm90a" (the default): "+in-flight" without `.minnctapersm 1` (target.LEAVE_OCCUPANCY_TO_PTXAS: ptxas's own
-# heuristic, as Triton's PTX has; causal d=64: 128 registers, two blocks per SM).
-SWITCHES = [(wgmma, "STAGE_INVARIANTS_ONCE"), (wgmma, "A_FROM_REGISTERS"), (ops, "EX2_FTZ"), (ops, "FP_FUSION"),
-            (lower, "UNIFORM_WARP"), (wgmma, "REUSE_STAGED"), (pipelined, "ISSUE_AFTER_LAST_DOT"),
-            (pipelined, "MMA_IN_FLIGHT_ACROSS"), (cuda_target, "LEAVE_OCCUPANCY_TO_PTXAS"),
-            (cuda_target, "OCCUPANCY_RETRY")]  # fmt: skip
+# default until the PTX's `.minnctapersm 1` was dropped); "sm90a" (the default): "+in-flight" without
+# `.minnctapersm 1` (leave_occupancy_to_ptxas: ptxas's own heuristic, as Triton's PTX has; causal d=64: 128
+# registers, two blocks per SM). (The "+occupancy" rung, a second ptxas run for one more block per SM, went
+# with its dead code path: no default build changed under it.)
+LADDER_OPTIONS = ["stage_invariants_once", "a_from_registers", "ex2_ftz", "fp_fusion", "uniform_warp", "reuse_staged",
+                  "issue_after_last_dot", "mma_in_flight_across", "leave_occupancy_to_ptxas"]  # fmt: skip
 _RUNGS = {"staged": 0, "q-once": 1, "sm90a-0": 2, "+ftz-fma": 4, "+uniform": 6, "+copies-late": 7, "+in-flight": 8,
           "sm90a": 9}  # fmt: skip
-VARIANTS = {name: tuple(i < on for i in range(len(SWITCHES))) for name, on in _RUNGS.items()}
-VARIANTS["+occupancy"] = VARIANTS["+in-flight"][:-1] + (True,)  # the retry on the ladder's previous default
-SPEED_LADDER = ["sm90a-0", "+ftz-fma", "+uniform", "+copies-late", "+in-flight", "+occupancy", "sm90a"]
+VARIANTS = {name: CudaOptions(**{f: i < on for i, f in enumerate(LADDER_OPTIONS)}) for name, on in _RUNGS.items()}
+assert VARIANTS["sm90a"] == CudaOptions()  # the top rung is the default build
+SPEED_LADDER = ["sm90a-0", "+ftz-fma", "+uniform", "+copies-late", "+in-flight", "sm90a"]
 QUICK_LADDER = SPEED_LADDER[-3:]  # --quick: the rungs since the previous full run
 Z, H = 4, 32
 
@@ -98,23 +94,14 @@ def build(variant: str, specs: dict[str, ArgSpec], consts: dict, cfg: tuple):
     key = (variant, cfg, tuple(sorted(consts.items())), tuple(sorted(specs.items())))
     art = _ARTS.get(key)
     if art is None:
-        _switch(VARIANTS[variant])
         t0 = time.perf_counter()
-        try:
-            art = compile_kernel(SRC, "attn_fwd", signature={n: s.type for n, s in specs.items()}, constexprs=consts,
-                                 hints={n: dict(s.hints) for n, s in specs.items() if s.hints},
-                                 options=CompileOptions(target="cuda:sm_90", num_warps=cfg[2], num_stages=cfg[3]),
-                                 emit="cubin")  # fmt: skip
-        finally:
-            _switch(VARIANTS["sm90a"])
+        options = CompileOptions(target="cuda:sm_90", num_warps=cfg[2], num_stages=cfg[3], cuda=VARIANTS[variant])
+        art = compile_kernel(SRC, "attn_fwd", signature={n: s.type for n, s in specs.items()}, constexprs=consts,
+                             hints={n: dict(s.hints) for n, s in specs.items() if s.hints}, options=options,
+                             emit="cubin")  # fmt: skip
         art.metadata["compile_s"] = time.perf_counter() - t0
         _ARTS[key] = art
     return art
-
-
-def _switch(values: tuple) -> None:
-    for (mod, name), v in zip(SWITCHES, values, strict=True):
-        setattr(mod, name, v)
 
 
 def describe(art) -> dict:
@@ -257,9 +244,7 @@ def table(corr: list[dict], rows: list[dict]) -> None:
     for d, causal in sorted({(k[0], k[1]) for k in best}):
         tri, ours = best[(d, causal, "triton")], best[(d, causal, "sm90a")]
         ratio = ours / tri if tri else 0.0
-        occ = max(ours, best[(d, causal, "+occupancy")])
-        print(f"best of configs d={d} causal={causal}: triton {tri:.1f}, tilec {ours:.1f} TFLOP/s; ratio {ratio:.2f}"
-              f" (with +occupancy on the first config: {occ:.1f}, {occ / tri if tri else 0.0:.2f})")  # fmt: skip
+        print(f"best of configs d={d} causal={causal}: triton {tri:.1f}, tilec {ours:.1f} TFLOP/s; ratio {ratio:.2f}")
 
 
 # ---- without a GPU -----------------------------------------------------------------------------
@@ -285,7 +270,7 @@ def cpu_smoke() -> None:
                 art = build(variant, _host_specs(args), constexprs(d, cfg, causal, n_ctx), cfg)
                 info = describe(art)
                 assert art.binary[:4] == b"\x7fELF" and info["target"] == "cuda:sm_90a", info
-                assert (info["wgmma_reg_a"] > 0) == VARIANTS[variant][1], (variant, info)
+                assert (info["wgmma_reg_a"] > 0) == VARIANTS[variant].a_from_registers, (variant, info)
             print(f"d={d} seq={n_ctx} causal={causal} {cfg}: {json.dumps(info)}", flush=True)
     print(f"compiled {len(_ARTS)} builds for cuda:sm_90 in {time.perf_counter() - t0:.1f} s", flush=True)
     kern = client.jit(SRC, "attn_fwd")

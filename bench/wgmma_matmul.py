@@ -23,8 +23,7 @@ from pathlib import Path
 import torch
 import triton
 
-from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.backends.cuda import target as cuda_target
+from tilec.compiler.artifact import CompileOptions, CudaOptions
 from tilec.compiler.pipeline import compile_kernel
 from tilec.runtime.cuda import launch
 from tilec.runtime.launch import specialise
@@ -78,13 +77,13 @@ def tilec_fn(variant: str, cfg: tuple, args: list):
     key = (variant, cfg, tuple(sorted(specs.items())))
     art = _ARTS.get(key)
     if art is None:
-        cuda_target.WGMMA_PENDING, cuda_target.SM90A_FOR_DOTS = pending, auto
         t0 = time.perf_counter()
+        cuda = CudaOptions(wgmma_pending=pending, sm90a_for_dots=auto)
         art = compile_kernel(SRC, "matmul_kernel", signature={n: s.type for n, s in specs.items()},
                              constexprs={"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
                                          "ACTIVATION": ""},
                              hints={n: dict(s.hints) for n, s in specs.items() if s.hints},
-                             options=CompileOptions(target=tgt, num_warps=nw, num_stages=ns), emit="cubin")  # fmt: skip
+                             options=CompileOptions(target=tgt, num_warps=nw, num_stages=ns, cuda=cuda), emit="cubin")  # fmt: skip
         art.metadata["compile_s"] = time.perf_counter() - t0
         _ARTS[key] = art
     m, n = args[3], args[4]

@@ -1,7 +1,8 @@
 """What a compile produces (an Artifact), the options that produced it, and the compiler version.
 
 The kernel key of IR input is defined here (ir_kernel_key), that of source in frontend/reader.py.
-The artifact key hashes (kernel key, specialisation, config, target, compiler version); the compiler
+The artifact key hashes (kernel key, specialisation, config, target, compiler version, and the cuda
+codegen options where they are not the defaults); the compiler
 version hashes tilec's compiler sources and the versions of LLVM and the CUDA tools it used.
 """
 
@@ -37,6 +38,31 @@ def arch_specific(target: str) -> bool:
 
 
 @dataclass(frozen=True)
+class CudaOptions:
+    """The cuda backend's code generation choices. Each changes the cubin, so each is a field here, in
+    CompileOptions' stable hash and (where not the default) in the artifact key; a test or a bench that
+    wants the other choice passes options, never flips a module's switch. The defaults are tilec's build;
+    the others are what tilec built before each choice was made (bench/attention.py's ladder times them)."""
+
+    fp_fusion: bool = True  # float mul/add carry LLVM's `contract` (fma); off: mul.rn/add.rn
+    ex2_ftz: bool = True  # exp2 as ex2.approx.ftz; off: ex2.approx
+    sm90a_for_dots: bool = True  # cuda:sm_90 builds its wgmma-able dots for sm_90a (cuda:sm_90a always does)
+    wgmma_pending: int = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline)
+    leave_occupancy_to_ptxas: bool = True  # no .minnctapersm; off: `.minnctapersm 1` (ptxas may take 255 regs)
+    a_from_registers: bool = True  # an A operand already in wgmma's fragment layout feeds it from registers
+    stage_invariants_once: bool = True  # loop-invariant staged wgmma operands are stored once before the loop
+    reuse_staged: bool = True  # ...and a later loop of the same block reads them there while they still are
+    issue_after_last_dot: bool = True  # a loop of several wgmma dots issues its copies after the last one's group
+    mma_in_flight_across: bool = True  # ...whose group may stay in flight into the next iteration
+    uniform_warp: bool = True  # the warp index read back through shfl.sync.idx (uniform registers)
+
+    def changed(self) -> dict[str, Any]:
+        """The fields that differ from the defaults (what the artifact key adds)."""
+        base = CudaOptions()
+        return {k: v for k, v in asdict(self).items() if getattr(base, k) != v}
+
+
+@dataclass(frozen=True)
 class CompileOptions:
     """Everything besides the kernel and its specialisation that changes the binary."""
 
@@ -45,6 +71,11 @@ class CompileOptions:
     num_stages: int = 3
     opt_level: int = 3
     debug: bool = False
+    cuda: CudaOptions = field(default_factory=CudaOptions)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cuda, dict):  # from plain data (CompileRequest.from_dict, JSON)
+            object.__setattr__(self, "cuda", CudaOptions(**self.cuda))
 
     def stable_hash(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
@@ -90,12 +121,21 @@ def ir_kernel_key(canonical_ir: str) -> str:
     return hashlib.sha256(canonical_ir.encode()).hexdigest()
 
 
-def artifact_key(kernel_key: str, specialization: dict[str, Any], config: dict[str, Any], target: str, version: str) -> str:
-    blob = json.dumps(
-        {"kernel": kernel_key, "spec": specialization, "config": config, "target": target, "version": version},
-        sort_keys=True,
-        default=str,
-    )
+def artifact_key(
+    kernel_key: str,
+    specialization: dict[str, Any],
+    config: dict[str, Any],
+    target: str,
+    version: str,
+    codegen: CudaOptions | None = None,
+) -> str:
+    """The key of one build. `codegen`: the cuda options it was built with; the defaults add nothing (so the
+    keys of default builds are as they were), any other choice adds the fields that differ."""
+    body = {"kernel": kernel_key, "spec": specialization, "config": config, "target": target, "version": version}
+    changed = codegen.changed() if codegen is not None else {}
+    if changed:
+        body["codegen"] = changed
+    blob = json.dumps(body, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -16,8 +16,7 @@ import pytest
 
 from tests.kernels import source
 from tilec import client
-from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.backends.cuda import pipelined, wgmma
+from tilec.compiler.artifact import CompileOptions, CudaOptions
 from tilec.compiler.backends.cuda import target as cuda_target
 from tilec.compiler.backends.cuda.layouts import WgmmaSpec
 from tilec.compiler.backends.cuda.wgmma import a_fragment_layout
@@ -29,7 +28,8 @@ STRIDES = [f"stride_{t}{d}" for t, row in zip("qkvo", "mnnm", strict=True) for d
 WGMMA = r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.f16\.f16 \{[^}]*\}, (\{)?"
 
 
-def compile_attention(d: int, bm: int, bn: int, nw: int, ns: int, causal: bool, n_ctx: int, heads: int = 32):
+def compile_attention(d: int, bm: int, bn: int, nw: int, ns: int, causal: bool, n_ctx: int, heads: int = 32,
+                      cuda: CudaOptions = CudaOptions()):  # fmt: skip
     vals = dict(zip(STRIDES, [heads * n_ctx * d, n_ctx * d, d, 1] * 4, strict=True)) | {
         "H": heads,
         "N_CTX": n_ctx,
@@ -56,7 +56,8 @@ def compile_attention(d: int, bm: int, bn: int, nw: int, ns: int, causal: bool, 
         "MASK_N": n_ctx % bn != 0,
     }
     return compile_kernel(source("attention"), "attn_fwd", signature=sig, constexprs=consts, hints=hints,
-                          options=CompileOptions(target="cuda:sm_90", num_warps=nw, num_stages=ns), emit="cubin")  # fmt: skip
+                          options=CompileOptions(target="cuda:sm_90", num_warps=nw, num_stages=ns, cuda=cuda),
+                          emit="cubin")  # fmt: skip
 
 
 @pytest.mark.parametrize(("cfg", "causal", "n_ctx"), [
@@ -82,7 +83,7 @@ def test_both_dots_on_wgmma(cfg: tuple, causal: bool, n_ctx: int) -> None:
     assert pv == [(f"m64n{d}k16", "{")] * (loops * mrep * bn // 16)
     assert art.metadata["pipelined_loops"] == loops
     # 128 rows on 4 warps at head dim 128 sits at 255 registers: issuing the copies after P V (their addresses
-    # live through both dots) spills 8 bytes there (none with pipelined.ISSUE_AFTER_LAST_DOT off); the bench
+    # live through both dots) spills 8 bytes there (none with CudaOptions.issue_after_last_dot off); the bench
     # leaves that shape out
     assert art.metadata["spill_stores"] <= (8 if (d, bm, nw) == (128, 128, 4) else 0)
     if not causal:  # the loop: no staging; the ring's barrier, and (Triton's schedule) one before the
@@ -115,25 +116,23 @@ def test_schedule_keeps_p_v_in_flight() -> None:
     assert "wgmma.fence" in wait0  # P V's issue comes after it
 
 
-def test_schedule_switches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pipelined.MMA_IN_FLIGHT_ACROSS off: P V is waited in its iteration (copies still after it);
-    ISSUE_AFTER_LAST_DOT off too: the copies go right after the ring's barrier, as before."""
-    monkeypatch.setattr(pipelined, "MMA_IN_FLIGHT_ACROSS", False)
-    body = loop_body(compile_attention(64, 128, 64, 8, 3, False, 4096).ptx)
+def test_schedule_options() -> None:
+    """mma_in_flight_across off: P V is waited in its iteration (copies still after it);
+    issue_after_last_dot off too: the copies go right after the ring's barrier, as before."""
+    body = loop_body(compile_attention(64, 128, 64, 8, 3, False, 4096, cuda=CudaOptions(mma_in_flight_across=False)).ptx)
     assert body.count("bar.sync") == 1 and "wgmma.wait_group.sync.aligned 1" not in body
     assert body.rindex("cp.async.commit_group") > body.rindex("wgmma.commit_group")
-    monkeypatch.setattr(pipelined, "ISSUE_AFTER_LAST_DOT", False)
-    body = loop_body(compile_attention(64, 128, 64, 8, 3, False, 4096).ptx)
+    both_off = CudaOptions(mma_in_flight_across=False, issue_after_last_dot=False)
+    body = loop_body(compile_attention(64, 128, 64, 8, 3, False, 4096, cuda=both_off).ptx)
     assert body.count("bar.sync") == 1
     assert body.rindex("cp.async.commit_group") < body.index("wgmma.commit_group")
 
 
-def test_causal_second_loop_reads_the_q_the_first_staged(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_causal_second_loop_reads_the_q_the_first_staged() -> None:
     """Q (128 x 64 f16 over 256 threads: four 16-byte stores each) is staged once for both loops of the
-    causal kernel; with wgmma.REUSE_STAGED off it is stored again before the second loop."""
+    causal kernel; with reuse_staged off it is stored again before the second loop."""
     on = compile_attention(64, 128, 64, 8, 3, True, 4096)
-    monkeypatch.setattr(wgmma, "REUSE_STAGED", False)
-    off = compile_attention(64, 128, 64, 8, 3, True, 4096)
+    off = compile_attention(64, 128, 64, 8, 3, True, 4096, cuda=CudaOptions(reuse_staged=False))
     count = lambda t: len(re.findall(r"st\.shared\.v4\.b32", t))  # noqa: E731
     assert count(off.ptx) - count(on.ptx) == 4
     assert on.metadata["registers"] < off.metadata["registers"]
@@ -150,11 +149,10 @@ def test_two_blocks_per_sm_at_head_dim_64(causal: bool) -> None:
     assert ".minnctapersm" not in art.ptx and ".maxntid 256" in art.ptx
 
 
-def test_one_block_hint_costs_the_second_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With target.LEAVE_OCCUPANCY_TO_PTXAS off the PTX says .minnctapersm 1 (what tilec emitted before):
+def test_one_block_hint_costs_the_second_block() -> None:
+    """With leave_occupancy_to_ptxas off the PTX says .minnctapersm 1 (what tilec emitted before):
     ptxas, told one block per SM is enough, spends ~150 registers on the causal kernel, one block per SM."""
-    monkeypatch.setattr(cuda_target, "LEAVE_OCCUPANCY_TO_PTXAS", False)
-    art = compile_attention(64, 128, 64, 8, 3, True, 4096)
+    art = compile_attention(64, 128, 64, 8, 3, True, 4096, cuda=CudaOptions(leave_occupancy_to_ptxas=False))
     assert ".minnctapersm 1" in art.ptx and art.metadata["registers"] > 128
     assert cuda_target.blocks_per_sm(art.metadata["registers"], 256, art.metadata["shared_bytes"]) == 1
 
@@ -210,13 +208,11 @@ def test_cpu_target_against_numpy(n_ctx: int, causal: bool) -> None:
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-3, rtol=1e-2)
 
 
-def test_switches_give_the_earlier_staged_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With both switches off (bench/attention.py's "staged" rung), P and Q go through shared memory every
+def test_options_give_the_earlier_staged_path() -> None:
+    """With both options off (bench/attention.py's "staged" rung), P and Q go through shared memory every
     iteration again: no register-A wgmma, stores and four barriers in the loop."""
-    monkeypatch.setattr(wgmma, "A_FROM_REGISTERS", False)
-    monkeypatch.setattr(wgmma, "STAGE_INVARIANTS_ONCE", False)
-    monkeypatch.setattr(pipelined, "ISSUE_AFTER_LAST_DOT", False)
-    art = compile_attention(64, 128, 64, 8, 3, False, 4096)
+    staged = CudaOptions(a_from_registers=False, stage_invariants_once=False, issue_after_last_dot=False)
+    art = compile_attention(64, 128, 64, 8, 3, False, 4096, cuda=staged)
     text = art.ptx
     assert [g[1] for g in re.findall(WGMMA, text)] == [""] * 8
     body = text[text.index("cp.async.wait_group", text.index("$L__BB0_2:")) : text.rindex("wgmma.wait_group")]
@@ -250,30 +246,3 @@ def test_blocks_per_sm() -> None:
     assert cuda_target.blocks_per_sm(128, 256, 120 * 1024) == 1  # shared memory for one
     assert cuda_target.blocks_per_sm(64, 128, 0) == 8
     assert cuda_target.blocks_per_sm(16, 64, 0) == 32  # the block limit
-
-
-def test_occupancy_retry_fits_two_causal_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under .minnctapersm 1 (target.LEAVE_OCCUPANCY_TO_PTXAS off) the causal build at head dim 64 takes ~150
-    registers: one 256-thread block per SM. With target.OCCUPANCY_RETRY the cubin stage assembles it again with
-    .minnctapersm 2 and keeps that (no spills, <= 128 registers); the artifact's PTX is the one assembled.
-    Where ptxas would have to cut more than OCCUPANCY_CUT of the registers it is not tried."""
-    monkeypatch.setattr(cuda_target, "LEAVE_OCCUPANCY_TO_PTXAS", False)
-    off = compile_attention(64, 128, 64, 8, 3, True, 4096)
-    assert off.metadata["registers"] > 128 and ".minnctapersm 1" in off.ptx
-    monkeypatch.setattr(cuda_target, "OCCUPANCY_RETRY", True)
-    on = compile_attention(64, 128, 64, 8, 3, True, 4096)
-    assert on.metadata["registers"] <= 128 and on.metadata["spill_stores"] == 0
-    assert ".minnctapersm 2" in on.ptx and ".minnctapersm 1" not in on.ptx
-    wide = compile_attention(128, 128, 64, 8, 3, False, 4096)  # ~190 registers: 2 blocks would need 128
-    assert ".minnctapersm 1" in wide.ptx and wide.metadata["registers"] > 128
-
-
-def test_min_blocks_directive() -> None:
-    """The retry's PTX edit: .minnctapersm 1 becomes N; without one, it goes after .maxntid; any other count
-    or no .maxntid: left alone (None)."""
-    head = ".visible .entry k(\n)\n.maxntid 256\n{\n"
-    assert cuda_target._min_blocks(head, 2) == ".visible .entry k(\n)\n.maxntid 256\n.minnctapersm 2\n{\n"
-    hinted = head.replace("{", ".minnctapersm 1\n{")
-    assert cuda_target._min_blocks(hinted, 3) == head.replace("{", ".minnctapersm 3\n{")
-    assert cuda_target._min_blocks(head.replace("{", ".minnctapersm 2\n{"), 3) is None
-    assert cuda_target._min_blocks(".visible .entry k()\n{\n", 2) is None

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from tilec.compiler.artifact import CompileOptions
-from tilec.compiler.backends.cuda import lower, ops
+from tilec.compiler.artifact import CompileOptions, CudaOptions
 from tilec.compiler.pipeline import compile_kernel
 
 SRC = """
@@ -28,10 +25,10 @@ def k(X, Y, Z, Out, BLOCK: tl.constexpr):
 """
 
 
-def build(dtype: str) -> str:
+def build(dtype: str, cuda: CudaOptions = CudaOptions()) -> str:
     sig = {"X": f"*{dtype}", "Y": f"*{dtype}", "Z": f"*{dtype}", "Out": f"*{dtype}"}
     art = compile_kernel(SRC, "k", signature=sig, constexprs={"BLOCK": 256},
-                         options=CompileOptions(target="cuda:sm_90", num_warps=4), emit="cubin")  # fmt: skip
+                         options=CompileOptions(target="cuda:sm_90", num_warps=4, cuda=cuda), emit="cubin")  # fmt: skip
     assert art.binary[:4] == b"\x7fELF"
     return art.ptx
 
@@ -43,10 +40,8 @@ def test_f32_multiply_add_fuses_and_exp2_flushes() -> None:
     assert "ex2.approx.ftz.f32" in text and "ex2.approx.f32" not in text
 
 
-def test_switches_off_give_separate_rounding(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ops, "FP_FUSION", False)
-    monkeypatch.setattr(ops, "EX2_FTZ", False)
-    text = build("fp32")
+def test_options_off_give_separate_rounding() -> None:
+    text = build("fp32", CudaOptions(fp_fusion=False, ex2_ftz=False))
     assert "fma" not in text and re.search(r"\bmul\.rn\.f32\b", text)
     assert "ex2.approx.f32" in text and "ex2.approx.ftz" not in text
 
@@ -58,8 +53,7 @@ def test_bf16_rounds_after_each_op() -> None:
     assert "fma" not in text
 
 
-def test_warp_index_is_uniform(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warp_index_is_uniform() -> None:
     text = build("fp32")
     assert re.search(r"shfl\.sync\.idx\.b32\s+%r\d+, %r\d+, 0, 31, -1;", text)
-    monkeypatch.setattr(lower, "UNIFORM_WARP", False)
-    assert "shfl.sync.idx" not in build("fp32")
+    assert "shfl.sync.idx" not in build("fp32", CudaOptions(uniform_warp=False))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from ...artifact import CudaOptions
 from ...errors import CompileError
 from ...ir.core import Function, Operation, Value
 from ...ir.types import PointerType, TileType, elem_type, shape_of
@@ -27,14 +28,14 @@ from .tma import TmaLowering
 from .wgmma import WgmmaLowering
 
 MAX_REGS_PER_THREAD = 4096
-UNIFORM_WARP = True  # the warp index read back through shfl.sync.idx (ptxas keeps it in uniform registers)
 LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous", "desc_box"})
 
 
 class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering, WgmmaLowering, MmaLowering,
                    MemoryLowering, ReduceLowering, ShapeLowering):
-    def __init__(self, fn: Function, sm: int):
+    def __init__(self, fn: Function, sm: int, cg: CudaOptions | None = None):
         self.src = fn
+        self.cg = cg or CudaOptions()  # the codegen choices (compile options), read by every mixin
         self.plan = read_layouts(fn)
         self.pipes = read_pipeline(fn, self.plan)
         self._rings: dict = {}
@@ -76,7 +77,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         tid = self._sreg(self.pb, "tid.x")
         self.lane = self.pb.and_(tid, ir.Constant(ops.I32, 31))
         self.warp = self.pb.lshr(tid, ir.Constant(ops.I32, 5))
-        if UNIFORM_WARP:
+        if self.cg.uniform_warp:
             self.warp = self._uniform(self.warp)
         self.tid = tid
         for p, a, la in zip(self.src.params, self.src.args, self.fn.args, strict=False):
@@ -309,9 +310,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         if name == "fma":
             return ops.fma(b, e, *xs)
         if len(xs) == 2:
-            return ops.binary(b, name, e, xs[0], xs[1], op.attrs)
+            return ops.binary(b, name, e, xs[0], xs[1], op.attrs, self.cg.fp_fusion)
         if len(xs) == 1:
-            return ops.unary(b, name, e, xs[0])
+            return ops.unary(b, name, e, xs[0], self.cg.ex2_ftz)
         raise CompileError(f"cuda: no lowering for '{name}'")
 
     # ---- blocks and ops ------------------------------------------------------------------------
@@ -381,9 +382,10 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.smem_dirty = False
 
 
-def lower_kernel(fn: Function, sm: int) -> tuple[ir.Module, dict]:
-    """`fn`, annotated by the cuda passes, as an NVVM module; and its launch metadata."""
-    low = CudaLowering(fn, sm)
+def lower_kernel(fn: Function, sm: int, cg: CudaOptions | None = None) -> tuple[ir.Module, dict]:
+    """`fn`, annotated by the cuda passes, as an NVVM module (built with the codegen options `cg`); and its
+    launch metadata."""
+    low = CudaLowering(fn, sm, cg)
     module = low.lower()
     info = {
         "num_warps": low.num_warps,

@@ -84,7 +84,7 @@ class MiscLowering:
 
     def _bf16_update(self, name: str, old_bits, v):
         b = self.b
-        new = ops.binary(b, name, BF16, ops.from_mem(b, BF16, old_bits), v, {})
+        new = ops.binary(b, name, BF16, ops.from_mem(b, BF16, old_bits), v, {}, self.cg.fp_fusion)
         return ops.to_mem(b, BF16, new)
 
     def _cas_loop(self, p, update, order: str, fail: str):

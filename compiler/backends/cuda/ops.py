@@ -144,13 +144,10 @@ def _rem(b, t, x, y):
     return b.srem(x, y) if t.is_signed else b.urem(x, y)
 
 
-FP_FUSION = True  # fp fusion (see the module docstring); off: mul.rn/add.rn as before (the bench's ladder)
-EX2_FTZ = True  # exp2 as ex2.approx.ftz (off: ex2.approx, as before)
-
-
-def binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs: dict):
+def binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs: dict, fusion: bool = True):
+    """`fusion`: the compile's CudaOptions.fp_fusion (see the module docstring); off: mul.rn/add.rn."""
     f = t.is_float
-    fl = ("contract",) if FP_FUSION and f and t.name != "bf16" and not t.is_fp8 else ()
+    fl = ("contract",) if fusion and f and t.name != "bf16" and not t.is_fp8 else ()
     if name == "add":
         r = b.fadd(x, y, flags=fl) if f else b.add(x, y)
     elif name == "sub":
@@ -220,7 +217,8 @@ def _approx(b: ir.IRBuilder, intr: str, x):
     return b.call(fn, [x])
 
 
-def unary(b: ir.IRBuilder, name: str, t: ScalarType, x):
+def unary(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool = True):
+    """`ex2_ftz`: the compile's CudaOptions.ex2_ftz (exp2 as ex2.approx.ftz; off: ex2.approx)."""
     if name == "neg":
         return b.fneg(x) if t.is_float else b.sub(ir.Constant(x.type, 0), x)
     if name == "abs":
@@ -231,16 +229,16 @@ def unary(b: ir.IRBuilder, name: str, t: ScalarType, x):
         return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
     if not t.is_float:
         raise CompileError(f"cuda: '{name}' needs a float operand")
-    r = _math(b, name, t, x)
+    r = _math(b, name, t, x, ex2_ftz)
     return round_bf16(b, r) if t.name == "bf16" else r
 
 
-def _math(b: ir.IRBuilder, name: str, t: ScalarType, x):
+def _math(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool):
     if x.type == F32:
         if name == "exp":
             return _approx(b, "llvm.nvvm.ex2.approx.f", b.fmul(x, ir.Constant(F32, LOG2E)))
         if name == "exp2":
-            return _approx(b, "llvm.nvvm.ex2.approx.ftz.f" if EX2_FTZ else "llvm.nvvm.ex2.approx.f", x)
+            return _approx(b, "llvm.nvvm.ex2.approx.ftz.f" if ex2_ftz else "llvm.nvvm.ex2.approx.f", x)
         if name == "log2":
             return _approx(b, "llvm.nvvm.lg2.approx.f", x)
         if name == "log":

@@ -28,9 +28,6 @@ from .layouts import WgmmaSpec
 from .plan import LoopPipeline, PipeLoad
 from .swizzle import align
 
-ISSUE_AFTER_LAST_DOT = True  # a loop of several wgmma dots issues its copies after the last one's group
-MMA_IN_FLIGHT_ACROSS = True  # ...whose group may stay in flight into the next iteration (_chained_wgmma)
-
 
 def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
@@ -223,7 +220,7 @@ class PipelineLowering:
         for pl in pipe.loads:
             self._pending[pl.dot] = pipe.pending
         wg_dots = {pl.dot for pl in pipe.loads if isinstance(self.plan.mma.get(pl.dot), WgmmaSpec)}
-        chained = self._chained_wgmma(op) if len(wg_dots) > 1 and ISSUE_AFTER_LAST_DOT else None
+        chained = self._chained_wgmma(op) if len(wg_dots) > 1 and self.cg.issue_after_last_dot else None
         if len(wg_dots) == 1:  # issued by the dot right after its wgmma group (the tensor cores start first)
             self._deferred_issue[wg_dots.pop()] = issue
         elif chained is not None:
@@ -266,7 +263,7 @@ class PipelineLowering:
         body = op.regions[0].block
         dots = [o for o in body.ops if o.name == "dot" and isinstance(self.plan.mma.get(o), WgmmaSpec)]
         f16_acc = any(self.plan.mma[o].acc != "f32" for o in dots)  # packed halves: never read in flight
-        if len(dots) < 2 or not MMA_IN_FLIGHT_ACROSS or f16_acc:
+        if len(dots) < 2 or not self.cg.mma_in_flight_across or f16_acc:
             return (dots[0], dots[-1], None) if len(dots) >= 2 else None
         first, last = dots[0], dots[-1]
         term = body.terminator

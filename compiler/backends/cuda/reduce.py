@@ -28,13 +28,13 @@ class ReduceLowering:
         if kind in ("argmax", "argmin"):
             return self._arg_combine(kind, e, a, b)
         if kind == "sum":
-            return ops.binary(bld, "add", e, a, b, {})
+            return ops.binary(bld, "add", e, a, b, {}, self.cg.fp_fusion)
         if kind == "prod":
-            return ops.binary(bld, "mul", e, a, b, {})
+            return ops.binary(bld, "mul", e, a, b, {}, self.cg.fp_fusion)
         if kind in ("max", "min"):
-            return ops.binary(bld, "maximum" if kind == "max" else "minimum", e, a, b, {"propagate_nan": nan})
+            return ops.binary(bld, "maximum" if kind == "max" else "minimum", e, a, b, {"propagate_nan": nan}, self.cg.fp_fusion)
         if kind in ("and", "or", "xor"):
-            return ops.binary(bld, kind, e, a, b, {})
+            return ops.binary(bld, kind, e, a, b, {}, self.cg.fp_fusion)
         raise CompileError(f"cuda: unknown reduction {kind!r}")
 
     def _arg_combine(self, kind: str, e, a, b):

@@ -4,13 +4,11 @@
 STAGES is the list the backend registry hands the pipeline for "cuda"; each stage is `(ir, meta) -> next`.
 
 cuda:sm_90a turns on warpgroup MMA (wgmma) for the dots that can take it and builds for the sm_90a
-feature set; with SM90A_FOR_DOTS, cuda:sm_90 does the same for a kernel whose dots take wgmma, and its
+feature set; with options.cuda.sm90a_for_dots (the default), cuda:sm_90 does the same for a kernel whose dots take wgmma, and its
 artifact says cuda:sm_90a (meta["resolved_target"]). Other kernels and targets keep mma.sync.
 """
 
 from __future__ import annotations
-
-import re
 
 from ...artifact import arch_specific, parse_target
 from ...errors import CompileError
@@ -24,15 +22,12 @@ from .passes import GpuDotAccPass, GpuLayoutPass, GpuPipelinePass
 from .plan import MMA
 from .tma import grid_constant_params
 
-SM90A_FOR_DOTS = True  # cuda:sm_90 builds dots on wgmma (sm_90a) when on; cuda:sm_90a always does
-WGMMA_PENDING = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline's wgmma_pending)
-# The PTX states no .minnctapersm, leaving ptxas's own heuristic to weigh registers against resident blocks
-# (Triton's PTX says only .reqntid). Off: nvvm.minctasm=1, i.e. `.minnctapersm 1`, which tells ptxas that
-# one block per SM is enough and licenses up to 255 registers per thread: causal flash attention at head
-# dim 64 (128x64, 8 warps) took 150 registers with it, one 256-thread block per SM; 128 without, two.
-LEAVE_OCCUPANCY_TO_PTXAS = True
-OCCUPANCY_RETRY = False  # assemble again for one more block per SM where a few registers keep it out
-OCCUPANCY_CUT = 0.15  # ...when ptxas must cut at most this share of them (_one_more_block)
+# The codegen choices are options (compiler/artifact.py CudaOptions, meta["options"].cuda). With
+# leave_occupancy_to_ptxas the PTX states no .minnctapersm, leaving ptxas's own heuristic to weigh registers
+# against resident blocks (Triton's PTX says only .reqntid). Off: nvvm.minctasm=1, i.e. `.minnctapersm 1`,
+# which tells ptxas that one block per SM is enough and licenses up to 255 registers per thread: causal flash
+# attention at head dim 64 (128x64, 8 warps) took 150 registers with it, one 256-thread block per SM; 128
+# without, two.
 
 
 def _sm(meta: dict) -> int:
@@ -47,7 +42,7 @@ def _arch(meta: dict) -> str:
 
 def _wants_wgmma(meta: dict) -> bool:
     target = meta["options"].target
-    return _sm(meta) == 90 and (arch_specific(target) or SM90A_FOR_DOTS)
+    return _sm(meta) == 90 and (arch_specific(target) or meta["options"].cuda.sm90a_for_dots)
 
 
 def _kernel(module: Module, name: str | None) -> Function:
@@ -78,7 +73,7 @@ def gpu_tir(module: Module, meta: dict) -> Module:
     _check_shapes(fn)
     wgmma = _wants_wgmma(meta)
     passes = [GpuDotAccPass(), GpuLayoutPass(num_warps=nw, sm=_sm(meta), wgmma=wgmma),
-              GpuPipelinePass(num_stages=opts.num_stages, wgmma_pending=WGMMA_PENDING)]  # fmt: skip
+              GpuPipelinePass(num_stages=opts.num_stages, wgmma_pending=opts.cuda.wgmma_pending)]  # fmt: skip
     module = PassManager(passes, verify=False).run(Module([fn]))
     verify_module(module)  # once: only gpu-dot-acc rewrites ops, the other two add attributes
     if wgmma and not arch_specific(opts.target):  # cuda:sm_90: sm_90a only where a dot took wgmma
@@ -92,18 +87,19 @@ def llir(module: Module, meta: dict) -> str:
     from .lower import lower_kernel
 
     fn = module.kernels[0]
-    ll, info = lower_kernel(fn, _sm(meta))
+    cg = meta["options"].cuda
+    ll, info = lower_kernel(fn, _sm(meta), cg)
     meta.update(info)
-    return grid_constant_params(_with_attrs(str(ll), fn.name, info["threads_per_block"]))
+    return grid_constant_params(_with_attrs(str(ll), fn.name, info["threads_per_block"], cg.leave_occupancy_to_ptxas))
 
 
-def _with_attrs(text: str, name: str, threads: int) -> str:
+def _with_attrs(text: str, name: str, threads: int, leave_occupancy_to_ptxas: bool) -> str:
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if line.startswith(f'define ptx_kernel void @"{name}"('):
             lines[i] = line + " #0"
             break
-    hint = "" if LEAVE_OCCUPANCY_TO_PTXAS else ' "nvvm.minctasm"="1"'
+    hint = "" if leave_occupancy_to_ptxas else ' "nvvm.minctasm"="1"'
     lines.append(f'attributes #0 = {{ "nvvm.maxntid"="{threads}"{hint} }}')
     return "\n".join(lines)
 
@@ -118,12 +114,7 @@ def ptx(llir_text: str, meta: dict) -> str:
 
 def cubin(ptx_text: str, meta: dict) -> bytes:
     binary, log = nvptx.ptx_to_cubin(ptx_text, _arch(meta), meta["options"].opt_level)
-    usage = nvptx.resource_usage(log)
-    denser = _one_more_block(ptx_text, usage, meta) if OCCUPANCY_RETRY else None
-    if denser is not None:
-        ptx_text, binary, log, usage = denser
-        meta["ptx_final"] = ptx_text  # the artifact's PTX is the one assembled (compiler/pipeline.py)
-    meta.update(usage)
+    meta.update(nvptx.resource_usage(log))
     meta["assembler_log"] = log
     return binary
 
@@ -136,43 +127,6 @@ def blocks_per_sm(registers: int, threads: int, shared_bytes: int) -> int:
     by_regs = 65536 // (per_warp * warps)
     by_smem = 228 * 1024 // (shared_bytes + 1024) if shared_bytes else 32
     return min(by_regs, by_smem, 64 // warps, 32)
-
-
-def _one_more_block(ptx_text: str, usage: dict, meta: dict):
-    """(ptx, cubin, log, usage) assembled for one more resident block per SM when registers alone keep it
-    out: the PTX asks for it (.minnctapersm) and ptxas fits the registers with no spills, having had to cut
-    at most OCCUPANCY_CUT of them; None otherwise. (Causal flash attention at head dim 64 under
-    `.minnctapersm 1`: 150 -> 127 registers; without that hint ptxas picks 128 by itself, and none of the
-    attention or matmul bench's builds changes under the retry.)"""
-    threads, smem = meta.get("threads_per_block", 0), meta.get("shared_bytes", 0)
-    regs = usage.get("registers", 0)
-    now = blocks_per_sm(regs, threads, smem)
-    want = now + 1
-    budget = 65536 // (want * -(-threads // 32) * 256) * 8  # registers per thread that `want` blocks leave
-    text = _min_blocks(ptx_text, want)
-    if (not now or text is None or blocks_per_sm(1, threads, smem) < want
-            or budget < regs * (1 - OCCUPANCY_CUT) or usage.get("spill_stores")):  # fmt: skip
-        return None
-    binary, log = nvptx.ptx_to_cubin(text, _arch(meta), meta["options"].opt_level)
-    got = nvptx.resource_usage(log)
-    if got.get("spill_stores") or got.get("spill_loads"):
-        return None
-    if blocks_per_sm(got.get("registers", 0), threads, smem) < want:
-        return None
-    return text, binary, log, got
-
-
-def _min_blocks(ptx_text: str, blocks: int) -> str | None:
-    """The PTX with its kernel's .minnctapersm set to `blocks` (replacing a 1, or added after .maxntid);
-    None where it names another count or has no .maxntid."""
-    if ".minnctapersm" in ptx_text:
-        return (
-            ptx_text.replace(".minnctapersm 1\n", f".minnctapersm {blocks}\n", 1)
-            if ".minnctapersm 1\n" in ptx_text
-            else None
-        )
-    m = re.search(r"^\.maxntid [^\n]*\n", ptx_text, re.M)
-    return None if m is None else ptx_text[: m.end()] + f".minnctapersm {blocks}\n" + ptx_text[m.end() :]
 
 
 STAGES = [("tir", tir_stage), ("gpu-tir", gpu_tir), ("llir", llir), ("ptx", ptx), ("cubin", cubin)]

@@ -28,9 +28,6 @@ from .layouts import Layout, WgmmaSpec, log2, wgmma_layout
 from .swizzle import SwizzledTile, align, swizzle_width
 
 I64 = ir.IntType(64)
-A_FROM_REGISTERS = True  # A already in its fragment layout feeds wgmma from registers (off: staged, as before)
-STAGE_INVARIANTS_ONCE = True  # loop-invariant staged operands are stored once before a pipelined loop
-REUSE_STAGED = True  # ...and a later loop of the same block reads them there when they still are
 
 
 def _c(x: int) -> ir.Constant:
@@ -69,7 +66,7 @@ class WgmmaLowering:
         lay = self.layout_of(op.result)
         tiles = [self._ring_tile(op, i) or self._hoisted.get((op, i)) for i in (0, 1)]
         a_frag = a_fragment_layout(op, spec, self.num_warps) if tiles[0] is None else None
-        if a_frag is not None and (not A_FROM_REGISTERS or self.layout_of(op.operands[0]) != a_frag):
+        if a_frag is not None and (not self.cg.a_from_registers or self.layout_of(op.operands[0]) != a_frag):
             a_frag = None  # A is not already in the fragment: staged (a conversion would cost as much)
         staged = [i for i in (0, 1) if tiles[i] is None and not (i == 0 and a_frag is not None)]
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
@@ -156,7 +153,7 @@ class WgmmaLowering:
         """(dot, index, tile) of every operand of a wgmma dot at the top of `loop`'s body that would be
         staged from registers and is defined outside the loop (flash attention's Q): such a tile is
         stored once, before the loop, rather than every iteration."""
-        if not STAGE_INVARIANTS_ONCE:
+        if not self.cg.stage_invariants_once:
             return []
         body = loop.regions[0].block
         inside = {r for o in loop.walk() if o is not loop for r in o.results} | set(body.args)
@@ -170,7 +167,7 @@ class WgmmaLowering:
                 if v in inside or self.pipes.operand(dot, i) is not None:
                     continue
                 frag = a_fragment_layout(dot, spec, self.num_warps) if i == 0 else None
-                if frag is not None and A_FROM_REGISTERS and self.layout_of(v) == frag:
+                if frag is not None and self.cg.a_from_registers and self.layout_of(v) == frag:
                     continue  # read from registers
                 out.append((dot, i, staged_tile(spec, v, i)[0]))
         return out
@@ -201,7 +198,7 @@ class WgmmaLowering:
         the tile is still there. So the causal attention's second loop reads the Q its first staged, and
         Q's registers need not live across the first loop."""
         out, off = set(), at
-        for n, (dot, i, tile) in enumerate(found if REUSE_STAGED else []):
+        for n, (dot, i, tile) in enumerate(found if self.cg.reuse_staged else []):
             got = self.lookup(("wgmma.staged", dot.operands[i]))
             if got == (off, tile, self.smem_epoch):
                 out.add(n)

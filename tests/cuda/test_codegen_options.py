@@ -1,0 +1,117 @@
+"""The cuda backend's codegen choices are compile options (CompileOptions.cuda, a frozen CudaOptions): a
+choice other than the default gives another stable hash, another artifact key and other PTX (assembled by
+ptxas, no GPU needed); the defaults leave the artifact key of a default build as it was. No module-level
+switch is left to flip, and no test or bench flips one."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tilec.compiler.artifact import CompileOptions, CudaOptions, artifact_key
+from tilec.compiler.backends.cuda import lower, ops, pipelined, wgmma
+from tilec.compiler.backends.cuda import target as cuda_target
+from tilec.compiler.pipeline import compile_kernel
+from tilec.compiler.request import CompileRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(X, Y, Out, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i)
+    y = tl.load(Y + i)
+    tl.store(Out + i, tl.math.exp2(x * y + x))
+"""
+SIG = {"X": "*fp32", "Y": "*fp32", "Out": "*fp32"}
+SPEC = {"signature": SIG, "constexprs": {"BLOCK": 128}, "hints": {}, "emit": "cubin"}
+CONFIG = {"kwargs": {"BLOCK": 128}, "num_warps": 4, "num_stages": 3}
+
+
+def build(cuda: CudaOptions):
+    return compile_kernel(SRC, "k", signature=SIG, constexprs={"BLOCK": 128},
+                          options=CompileOptions(target="cuda:sm_90", cuda=cuda), emit="cubin")  # fmt: skip
+
+
+@pytest.mark.parametrize("field", ["fp_fusion", "ex2_ftz", "uniform_warp"])
+def test_two_option_values_two_keys_two_binaries(field: str) -> None:
+    on, off = CudaOptions(), CudaOptions(**{field: False})
+    assert CompileOptions(target="cuda:sm_90", cuda=on).stable_hash() != CompileOptions(target="cuda:sm_90", cuda=off).stable_hash()
+    keys = {artifact_key("k" * 64, SPEC, CONFIG, "cuda:sm_90", "v1", codegen=c) for c in (on, off)}
+    assert len(keys) == 2
+    a, b = build(on), build(off)
+    assert a.ptx != b.ptx and a.binary != b.binary
+    assert a.metadata["options"]["hash"] != b.metadata["options"]["hash"]
+
+
+def test_default_options_keep_the_key_of_a_default_build() -> None:
+    """Builds with the defaults (every service build) keep the key they had before the options existed."""
+    assert artifact_key("k" * 64, SPEC, CONFIG, "cpu", "v1", codegen=CudaOptions()) == artifact_key(
+        "k" * 64, SPEC, CONFIG, "cpu", "v1"
+    )
+    assert CudaOptions(reuse_staged=False).changed() == {"reuse_staged": False}
+
+
+def test_options_travel_as_plain_data() -> None:
+    """A compile request crosses to a worker process as a dict: the nested cuda options come back typed."""
+    opts = CompileOptions(target="cuda:sm_90", cuda=CudaOptions(fp_fusion=False, wgmma_pending=0))
+    back = CompileRequest.from_dict({"text": SRC, "options": dataclasses.asdict(opts)})
+    assert back.options == opts and isinstance(back.options.cuda, CudaOptions)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.cuda.fp_fusion = True  # type: ignore[misc]
+
+
+OLD_SWITCHES = {"FP_FUSION", "EX2_FTZ", "SM90A_FOR_DOTS", "WGMMA_PENDING", "LEAVE_OCCUPANCY_TO_PTXAS", "OCCUPANCY_RETRY",
+                "A_FROM_REGISTERS", "STAGE_INVARIANTS_ONCE", "REUSE_STAGED", "ISSUE_AFTER_LAST_DOT",
+                "MMA_IN_FLIGHT_ACROSS", "UNIFORM_WARP"}  # fmt: skip
+
+
+def test_no_module_switch_is_left() -> None:
+    for module in (ops, cuda_target, wgmma, pipelined, lower):
+        assert OLD_SWITCHES.isdisjoint(vars(module)), module.__name__
+
+
+def _switch_flips(path: Path) -> list[str]:
+    """Where a file sets a module attribute of the cuda backend (imported under any alias): setattr or
+    monkeypatch.setattr with an UPPER_CASE name, or an assignment to one; and any mention of an old switch's
+    name (a table of names that a loop flips)."""
+    tree = ast.parse(path.read_text(), str(path))
+    cuda = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tilec.compiler.backends.cuda"):
+            cuda |= {a.asname or a.name for a in node.names}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in OLD_SWITCHES:
+            found.append(node.lineno)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "setattr":
+            owner, attr = (node.args + [None, None])[:2]
+            if isinstance(owner, ast.Name) and owner.id in cuda and isinstance(attr, ast.Constant) and str(attr.value).isupper():
+                found.append(node.lineno)
+        elif isinstance(node, ast.Assign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in cuda for t in flat):
+                found.append(node.lineno)
+    return [f"{path.name}:{n}" for n in sorted(set(found))]
+
+
+def test_no_test_or_bench_flips_a_codegen_switch() -> None:
+    files = [p for folder in ("tests", "bench") for p in sorted((ROOT / folder).rglob("*.py")) if p != Path(__file__)]
+    flips = [hit for p in files for hit in _switch_flips(p)]
+    assert flips == []
+
+
+def test_the_scan_sees_a_flip(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from tilec.compiler.backends.cuda import ops as o\n\n\ndef t(monkeypatch):\n"
+                     "    monkeypatch.setattr(o, 'FOO', 1)\n    setattr(x, 'REUSE_STAGED', 0)\n"
+                     "    o.BAR, y = 1, 2\n    o.ok = o.BAZ\n")  # fmt: skip
+    assert _switch_flips(probe) == ["probe.py:5", "probe.py:6", "probe.py:7", "probe.py:8"]
