@@ -66,7 +66,7 @@ def _kernel(i: int, rng: random.Random) -> dict:
 
 
 def _artifact(i: int, kernel: dict, rng: random.Random) -> dict:
-    from tilec.server.service import sha256, text_digests
+    from tilec.server.db.artifacts import sha256, text_digests
 
     target = TARGETS[i % len(TARGETS)]
     cuda = target.startswith("cuda")
@@ -195,7 +195,7 @@ def _kept_pass_dumps() -> bytes | None:
     from tilec.compiler.artifact import CompileOptions
     from tilec.compiler.pipeline import compile_request
     from tilec.compiler.request import CompileRequest
-    from tilec.server.service import pack_pass_dumps
+    from tilec.server.db.artifacts import pack_pass_dumps
 
     request = CompileRequest(text=VADD, name="add_kernel", signature=SIGNATURE, constexprs={"BLOCK_SIZE": 1024},
                              options=CompileOptions(target="cpu"), emit="llir", pass_dumps=True)  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tilec.compiler.artifact import Artifact
-from tilec.compiler.tune.keys import key_string
+from tilec.compiler.tune.keys import tuning_key
 from tilec.runtime.grid import check_grid
 from tilec.runtime.launch import launch, select_target, specialise
 
@@ -115,8 +115,9 @@ class _Entry:
         if self.data["kind"] == "tuned":
             from ._jit import _key_value
 
-            names = [n for n in self.data.get("key_names") or [] if n in self.signature]
-            key = key_string(names, {n: _key_value(bound[n], types[n]) for n in names})
+            key = tuning_key(kernel_key=self.data["kernel_key"], key_names=self.data.get("key_names") or [],
+                             value=lambda n: _key_value(bound[n], types[n]), runtime=list(self.signature),
+                             signature=types, target=self.data["target"]).key  # fmt: skip
             if key != self.data["key"]:
                 return f"its tuning key is {self.data['key']}, the call's {key}"
         return None

@@ -27,7 +27,7 @@ import numpy as np
 
 from tilec.compiler.artifact import Artifact, CompileOptions
 from tilec.compiler.pipeline import compile_kernel
-from tilec.compiler.tune.keys import dtypes_string, key_string
+from tilec.compiler.tune.keys import tuning_key
 from tilec.runtime.grid import check_grid
 from tilec.runtime.launch import ArgSpec, BF16Array, launch, select_target, specialise
 from tilec.runtime.tensordesc import is_descriptor
@@ -244,14 +244,9 @@ class JITKernel:
         the autotune key's values (a tensor as its shape and dtype), the runtime dtypes, the target."""
         runtime = [p.name for p in self.params if not p.constexpr and _given(p, bound) is not None]
         types = {n: specialise(n, _given(p, bound)).type for p in self.params if (n := p.name) in runtime}
-        names = [n for n in self.ks.autotune.key if n in runtime]
-        values = {n: _key_value(bound[n], types[n]) for n in names}
-        return {
-            "kernel_key": self.ks.key,
-            "key": key_string(names, values),
-            "dtypes": dtypes_string(types, runtime),
-            "target": target,
-        }
+        tk = tuning_key(kernel_key=self.ks.key, key_names=self.ks.autotune.key, runtime=runtime, signature=types,
+                        value=lambda n: _key_value(bound[n], types[n]), target=target)  # fmt: skip
+        return {"kernel_key": tk.kernel_key, "key": tk.key, "dtypes": tk.dtypes, "target": tk.target}
 
     def _run_autotuned(self, grid: Any, bound: dict[str, Any], opts: dict, target: str) -> None:
         key = self.tuning_key(bound)

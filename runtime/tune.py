@@ -9,11 +9,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import Budgets, read_kernel
 from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune import space
-from tilec.compiler.tune.keys import dtypes_string, key_string, scalar_hints
+from tilec.compiler.tune.keys import TuningKey, scalar_hints, tuning_key
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, ResolvedLaunch, resolve
 from tilec.compiler.tune.tuner import (
     BRIEF,
@@ -63,6 +65,25 @@ class Prepared:
     base: CompileRequest
 
 
+class TuneJobSpec(BaseModel):
+    """A tune job as submit fixed it: stored with the job (tune_jobs.request, with the tuning key's parts in
+    the row's columns) and run as it is by a worker (`prepare_job`), which neither reads the kernel again nor
+    makes the key again. `params` are the kernel's runtime parameters in order; `configs` normalised."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None
+    signature: dict[str, str]
+    constexprs: dict[str, Any] = {}
+    launch: LaunchDescription
+    params: list[str]
+    configs: list[dict[str, Any]]
+    budget: int | None = None
+    seed: int = 0
+    cuda_graph: bool = False
+    budgets: dict[str, int] = {}
+
+
 def prepare(spec: TuneSpec) -> Prepared:
     """Read the kernel (ast only), resolve the launch, and fix the configs and the tuning key's strings.
     Raises CompileError for bad source and LaunchError for a bad launch description."""
@@ -73,22 +94,35 @@ def prepare(spec: TuneSpec) -> Prepared:
     configs = spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
     if not configs:
         configs = [space.normalise({})]
-    key_names = list(autotune.key) if autotune else []
-    unknown = [n for n in key_names if n not in resolved.params]
-    key = key_string([n for n in key_names if n not in unknown], resolved.key_values([n for n in key_names if n not in unknown]))
+    tk = tuning_key(kernel_key=ks.key, key_names=list(autotune.key) if autotune else [],
+                    value=lambda n: resolved.key_values([n])[n], runtime=runtime, signature=spec.signature,
+                    target=spec.target)  # fmt: skip
+    return _prepared(spec, ks.name, tk, runtime, resolved, configs)
+
+
+def prepare_job(spec: TuneSpec, key: TuningKey, params: list[str]) -> Prepared:
+    """A stored job as submit prepared it: `key` its tuning key's parts, `params` its runtime parameters,
+    spec.configs its configs. Only the launch is resolved here (the worker makes the inputs from it); the
+    kernel is read by the compiles. Raises LaunchError for a launch this worker's budgets refuse."""
+    resolved = resolve(spec.launch, spec.signature, params, spec.launch_budgets)
+    return _prepared(spec, spec.name, key, params, resolved, list(spec.configs or [space.normalise({})]))
+
+
+def _prepared(spec: TuneSpec, name: str | None, tk: TuningKey, runtime: list[str], resolved: ResolvedLaunch,
+              configs: list[dict]) -> Prepared:  # fmt: skip
     hints = {n: h for n, v in resolved.scalars.items() if (h := scalar_hints(v))}
     hints.update({n: {"divisibility": 16} for n in resolved.tensors})  # fresh allocations are aligned
     base = CompileRequest(
         text=spec.source,
         kind=spec.kind,  # type: ignore[arg-type]
-        name=ks.name,
+        name=name,
         signature=dict(spec.signature),
         constexprs=dict(spec.constexprs),
         hints=hints,
         options=CompileOptions(target=spec.target),
         budgets=spec.budgets,
     )
-    return Prepared(spec, ks.key, runtime, resolved, key, dtypes_string(spec.signature, runtime), configs, base)
+    return Prepared(spec, tk.kernel_key, runtime, resolved, tk.key, tk.dtypes, configs, base)
 
 
 def run_tune(

@@ -4,10 +4,8 @@ database as the cache. Routes stay thin; this module turns pool failures into Ap
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-import zlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +19,7 @@ from tilec.wire import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Em
 
 from . import errors as E
 from .db import crud
+from .db.artifacts import TEXT_FORMS, artifact_values, sha256
 from .db.models import Artifact, Kernel
 from .metrics import Metrics
 from .pool import TaskFailed
@@ -30,7 +29,6 @@ KERNEL_NAME_MAX = 200  # the String(200) of kernels.name and artifacts.kernel_na
 BINARY_FORM = {"cuda": "cubin", "cpu": "object"}
 FORMS = ("cubin", "object", "ptx", "llir", "tir")
 FORM_COLUMN = {"cubin": "binary", "object": "binary", "ptx": "ptx", "llir": "llir", "tir": "tir"}
-TEXT_FORMS = ("ptx", "llir", "tir")
 
 # What reading back a stored row raises when the row is not what the service wrote: JSON that does not
 # parse, text that is not UTF-8 (SQLite; see db.engine) and a value that does not validate are
@@ -38,15 +36,6 @@ TEXT_FORMS = ("ptx", "llir", "tir")
 # only around the reads and decodes of stored rows, which then count as misses (tilec_corrupt_rows).
 UNREADABLE = (ValueError, TypeError, LookupError, AttributeError)
 UNSET = "unset"
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def text_digests(values: dict[str, Any]) -> dict[str, str]:
-    """The stored sha256 of each text form (of its UTF-8 bytes), as columns `<form>_sha256`."""
-    return {f"{form}_sha256": sha256(values[form].encode()) for form in TEXT_FORMS}
 
 
 def forms_intact(row: Artifact) -> bool:
@@ -411,53 +400,6 @@ async def _build_new(
     target = request.options.target
     key = artifact_key(kernel.key, spec, config, target, compiler_version())
     return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
-
-
-def artifact_values(*, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict) -> dict[str, Any]:
-    """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included;
-    the compile route and the tune-job runner store their builds through it."""
-    binary = art["binary"] or b""
-    values = {
-        "key": key,
-        "kernel_key": kernel_key,
-        "kernel_name": art["kernel_name"],
-        "target": target,
-        "emit": spec["emit"],
-        "compiler_version": art["compiler_version"],
-        "spec": spec,
-        "config": config,
-        "binary": binary,
-        "tir": art["tir"] or "",
-        "llir": art["llir"] or "",
-        "ptx": art["ptx"] or "",
-        "meta": art["metadata"] or {},
-        "sha256": sha256(binary),
-        "size": len(binary),
-        "pass_dumps": pack_pass_dumps(art.get("pass_dumps")),
-    }
-    values.update(text_digests(values))
-    return values
-
-
-def pack_pass_dumps(dumps: list[dict] | None) -> bytes | None:
-    """A compile's per-pass dumps as the artifacts row keeps them: zlib-compressed JSON (the passes repeat
-    most of the module, which compresses to a few KB)."""
-    return None if not dumps else zlib.compress(json.dumps(dumps, separators=(",", ":")).encode(), 6)
-
-
-def unpack_pass_dumps(blob: bytes | None) -> list[dict] | None:
-    """The dumps of pack_pass_dumps, or None when there are none or they cannot be read back (a damaged
-    value is then recomputed, never served)."""
-    if not blob:
-        return None
-    try:
-        dumps = json.loads(zlib.decompress(blob))
-    except (zlib.error, ValueError):
-        return None
-    ok = isinstance(dumps, list) and all(
-        isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("ir"), str) for d in dumps
-    )
-    return dumps if ok else None
 
 
 async def _store_artifact(

@@ -147,3 +147,24 @@ def test_routes_stay_leaves_of_the_server() -> None:
              if b.startswith(routes) and a != "tilec.server.app" and not a.startswith("tilec.server.api.routes")]
     wrong += [(a, b) for a, bs in import_graph().items() for b in bs if a.startswith(routes) and b.startswith(routes)]
     assert wrong == []
+
+
+def _closure(graph: dict[str, set[str]], module: str) -> set[str]:
+    seen: set[str] = set()
+    work = [module]
+    while work:
+        for step in graph.get(work.pop(), ()):
+            if step not in seen:
+                seen.add(step)
+                work.append(step)
+    return seen
+
+
+def test_a_tune_worker_imports_no_api_module() -> None:
+    """A Celery worker (celery_app -> runner) stores its builds through the store (server/db/artifacts.py),
+    never through the API's compile module (server/service.py) or a route, and imports nothing of the client."""
+    graph = import_graph()
+    reached = _closure(graph, "tilec.server.jobs.celery_app")
+    assert "tilec.server.jobs.runner" in reached and "tilec.server.db.artifacts" in reached  # the check sees edges
+    wrong = sorted(m for m in reached if m == "tilec.server.service" or m.startswith(("tilec.server.api", "tilec.client")))
+    assert wrong == []

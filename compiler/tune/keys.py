@@ -7,9 +7,44 @@ signature in parameter order; the service hashes them with the kernel key and th
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class TuningKey:
+    """A tuning key's parts; `digest` is the key the service stores results under."""
+
+    kernel_key: str
+    key: str  # the autotune key's values (key_string)
+    dtypes: str  # the runtime signature (dtypes_string)
+    target: str
+
+    @property
+    def digest(self) -> str:
+        body = {"kernel": self.kernel_key, "key": self.key, "dtypes": self.dtypes, "target": self.target}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def tuning_key(
+    *,
+    kernel_key: str,
+    key_names: Sequence[str],
+    value: Callable[[str], Any],
+    runtime: Sequence[str],
+    signature: Mapping[str, str],
+    target: str,
+) -> TuningKey:
+    """The tuning key of one launch, made one way for every writer and reader (the service's submit, a tune,
+    `tilec.jit`'s shared results, a pulled index, `tilec pull`): of the autotune key's names, those that are
+    runtime arguments of this launch, in the decorator's order, with `value(name)` (a scalar, or a tensor as
+    `{"shape": [...], "dtype": ...}`); a name that is a constexpr or not a parameter is left out. `runtime`:
+    the runtime parameters in kernel order; `signature`: their types."""
+    names = [n for n in key_names if n in runtime]
+    return TuningKey(kernel_key, key_string(names, {n: value(n) for n in names}), dtypes_string(signature, runtime), target)
 
 
 def key_string(names: Sequence[str], values: Mapping[str, Any]) -> str:

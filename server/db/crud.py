@@ -16,6 +16,8 @@ from sqlalchemy import Connection, Row, Select, bindparam, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, defer
 
+from tilec.compiler.tune.keys import TuningKey
+
 from .models import Artifact, Kernel, Token, Trial, TuningResult, utcnow
 
 ARTIFACT_TEXT_COLUMNS = (Artifact.binary, Artifact.tir, Artifact.llir, Artifact.ptx)
@@ -28,7 +30,8 @@ def stable_hash(obj: Any) -> str:
 
 
 def tuning_key(*, kernel_key: str, key: str, dtypes: str, target: str) -> str:
-    return stable_hash({"kernel": kernel_key, "key": key, "dtypes": dtypes, "target": target})
+    """The stored key of a tuning key's parts (compiler/tune/keys.py TuningKey.digest, the one formula)."""
+    return TuningKey(kernel_key, key, dtypes, target).digest
 
 
 def hash_token(token: str) -> str:

@@ -17,21 +17,23 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tilec.compiler.artifact import Artifact, artifact_key, compiler_version
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import Budgets
-from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError
+from tilec.compiler.tune.keys import TuningKey
+from tilec.compiler.tune.launch import LaunchBudgets, LaunchError
 from tilec.compiler.tune.space import config_hash
 from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_compiler
-from tilec.runtime.tune import Prepared, TuneSpec, prepare, run_tune
+from tilec.runtime.tune import Prepared, TuneJobSpec, TuneSpec, prepare_job, run_tune
 
 from ..db import crud
+from ..db.artifacts import artifact_values
 from ..db.engine import make_engine, session_factories
 from ..db.models import TuneJob
-from ..service import artifact_values
 from ..settings import Settings
 from . import store
 
@@ -109,8 +111,12 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     job, source = ctx.write(lambda s: _load(s, job_id))
-    try:
-        prepared = prepare(_spec(ctx, job, source))
+    try:  # the job as submit prepared it: its kernel is not read again here, its tuning key not made again
+        stored = TuneJobSpec.model_validate(job.request)
+        key = TuningKey(job.kernel_key, job.key_values or "", job.dtypes or "", job.target)
+        prepared = prepare_job(_spec(ctx, job, stored, source), key, stored.params)
+    except ValidationError as exc:
+        return _fail(ctx, job_id, f"the stored job spec is not one this worker runs: {exc.errors()[0]['msg']}")
     except (CompileError, LaunchError, ValueError) as exc:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
 
@@ -151,24 +157,24 @@ def _load(session: Session, job_id: int) -> tuple[TuneJob, str]:
     return job, kernel.source
 
 
-def _spec(ctx: WorkerContext, job: TuneJob, source: str) -> TuneSpec:
-    r, s = job.request, ctx.settings
+def _spec(ctx: WorkerContext, job: TuneJob, r: TuneJobSpec, source: str) -> TuneSpec:
+    s = ctx.settings
     return TuneSpec(
         source=source,
-        name=r.get("name"),
-        signature=r["signature"],
-        launch=LaunchDescription.model_validate(r["launch"]),
+        name=r.name,
+        signature=r.signature,
+        launch=r.launch,
         target=job.target,
-        constexprs=r.get("constexprs") or {},
-        configs=r.get("configs"),
+        constexprs=r.constexprs,
+        configs=r.configs,
         strategy=job.strategy,
-        budget=r.get("budget"),
-        seed=r.get("seed") or 0,
-        budgets=Budgets(**r.get("budgets", {})),
+        budget=r.budget,
+        seed=r.seed,
+        budgets=Budgets(**r.budgets),
         launch_budgets=LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes),
         full=replace(FULL, max_seconds=s.tune_full_seconds),
         brief=replace(BRIEF, max_seconds=s.tune_brief_seconds),
-        graph=bool(r.get("cuda_graph")),
+        graph=r.cuda_graph,
     )
 
 
@@ -184,7 +190,9 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
         return _fail(ctx, job.id, f"no config could be timed ({reasons})")
     spec = {"signature": prepared.base.signature, "constexprs": prepared.base.constexprs,
             "hints": prepared.base.hints, "emit": "cubin" if job.target.startswith("cuda") else "object"}  # fmt: skip
-    artifacts = [_artifact_values(job, spec, t.config, t.artifact) for t in measured if t.status == "ok" and t.artifact]
+    codegen = prepared.base.options.cuda
+    artifacts = [_artifact_values(job, spec, t.config, t.artifact, codegen) for t in measured
+                 if t.status == "ok" and t.artifact]  # fmt: skip
     links = {config_hash(a["config"]): a["key"] for a in artifacts}
     rows = [_trial_row(t, device, links.get(config_hash(t.config))) for t in measured]
 
@@ -202,8 +210,8 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
     return ctx.write(write)
 
 
-def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact) -> dict[str, Any]:
-    key = artifact_key(job.kernel_key, spec, config, job.target, compiler_version())
+def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact, codegen: Any) -> dict[str, Any]:
+    key = artifact_key(job.kernel_key, spec, config, job.target, compiler_version(), codegen=codegen)
     return artifact_values(kernel_key=job.kernel_key, key=key, spec=spec, config=config, target=job.target,
                            art=asdict(art))  # fmt: skip
 

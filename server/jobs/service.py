@@ -14,12 +14,12 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from tilec.compiler.tune import space
-from tilec.compiler.tune.keys import dtypes_string, key_string
+from tilec.compiler.tune.keys import tuning_key
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, ResolvedLaunch, resolve
+from tilec.runtime.tune import TuneJobSpec
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
-from ..db import crud
 from ..db.models import Kernel, TuneJob
 from ..service import check_target, read_kernel, register_kernel
 from ..state import AppState
@@ -123,16 +123,15 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)
     _check_grid(resolved, configs)
-    names = [n for n in (info.get("autotune") or {}).get("key") or [] if n in resolved.params]
-    key = key_string(names, resolved.key_values(names))
-    dtypes = dtypes_string(signature, runtime)
-    tkey = crud.tuning_key(kernel_key=kernel.key, key=key, dtypes=dtypes, target=body.target)
-    request = {
-        "name": kernel.name, "signature": signature, "constexprs": body.constexprs,
-        "launch": launch.model_dump(mode="json"), "configs": configs, "budget": body.budget, "seed": body.seed, "cuda_graph": body.cuda_graph,
-        "budgets": state.budgets(),
-    }  # fmt: skip
-    values = {"kernel_key": kernel.key, "tuning_key": tkey, "key_values": key, "dtypes": dtypes,
+    tk = tuning_key(kernel_key=kernel.key, key_names=(info.get("autotune") or {}).get("key") or [],
+                    value=lambda n: resolved.key_values([n])[n], runtime=runtime, signature=signature,
+                    target=body.target)  # fmt: skip
+    tkey = tk.digest
+    spec = TuneJobSpec(name=kernel.name, signature=signature, constexprs=body.constexprs, launch=launch, params=runtime,
+                       configs=configs, budget=body.budget, seed=body.seed, cuda_graph=body.cuda_graph,
+                       budgets=state.budgets())  # fmt: skip
+    request = spec.model_dump(mode="json")  # what the worker runs (runner.py: TuneJobSpec.model_validate)
+    values = {"kernel_key": kernel.key, "tuning_key": tkey, "key_values": tk.key, "dtypes": tk.dtypes,
               "target": body.target, "strategy": body.strategy, "request": request, "trials_planned": len(configs),
               "submitted_by": token_id}  # fmt: skip
 

@@ -18,9 +18,9 @@ from tests.server.conftest import ADD_IR
 from tilec.compiler.passes import pipeline
 from tilec.server import errors as E
 from tilec.server.db import crud
+from tilec.server.db.artifacts import artifact_values, pack_pass_dumps, unpack_pass_dumps
 from tilec.server.db.models import TuneJob
 from tilec.server.jobs.store import now
-from tilec.server.service import artifact_values, pack_pass_dumps, unpack_pass_dumps
 from tilec.server.ui import STATIC_DIR, TEMPLATE_DIR
 
 ROOT = Path(__file__).resolve().parents[2]

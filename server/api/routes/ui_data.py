@@ -19,6 +19,7 @@ from tilec.wire import ErrorPublic, JobState, Text
 
 from ... import errors as E
 from ...db import browse, crud
+from ...db.artifacts import unpack_pass_dumps
 from ...db.models import Kernel
 from ...service import (
     UNREADABLE,
@@ -29,7 +30,6 @@ from ...service import (
     sha256,
     stored_config,
     stored_spec,
-    unpack_pass_dumps,
 )
 from ...state import AppState
 from ...ui.models import (
