@@ -39,7 +39,7 @@ class ControlLowering:
 
     def _region(self, block, args_flat: list | None = None, arg_vals=None, arg_lays=None):
         self.scopes.append({})
-        self.smem_dirty = True
+        self.shm.control_flow()
         if arg_vals is not None:
             self._unflat(args_flat, arg_vals, arg_lays)
         body = [o for o in block.ops if o is not block.terminator]
@@ -72,7 +72,7 @@ class ControlLowering:
             p.add_incoming(x, latch)
         self.b.branch(header)
         self.b.position_at_end(exit_)
-        self.smem_dirty = True
+        self.shm.control_flow()
 
     # ---- ops -----------------------------------------------------------------------------------
 
@@ -118,7 +118,7 @@ class ControlLowering:
             incoming.append((flat, self.b.block))
             self.b.branch(merge)
         self.b.position_at_end(merge)
-        self.smem_dirty = True
+        self.shm.control_flow()
         phis = []
         for i, x in enumerate(incoming[0][0]):
             p = self.b.phi(x.type)

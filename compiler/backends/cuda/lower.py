@@ -24,10 +24,16 @@ from .pipelined import PipelineLowering
 from .plan import is_lazy, read_layouts, read_pipeline
 from .reduce import ReduceLowering
 from .shape import ShapeLowering
+from .smem import SharedMemory
 from .tma import TmaLowering
 from .wgmma import WgmmaLowering
 
 MAX_REGS_PER_THREAD = 4096
+def _kept_by_shm(self) -> None:
+    raise AttributeError("the lowering's shared memory is kept by self.shm (smem.py: claim, released, control_flow, "
+                         "scoped, base, epoch, size)")  # fmt: skip
+
+
 LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multiple_of", "max_contiguous", "desc_box"})
 
 
@@ -49,12 +55,13 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.module = ir.Module(name=fn.name)
         self.module.triple = "nvptx64-nvidia-cuda"
         self.scopes: list[dict] = [{}]
-        self.smem_bytes = 0
-        self.smem_base = 0  # scratch starts here: below it lie the rings of pipelined loops
-        self.smem_dirty = False
-        self.smem_epoch = 0  # bumped by every reservation of shared memory (wgmma.py staged_still_there)
+        self.shm = SharedMemory(self.barrier)  # shared memory: reservations, scratch base, epochs, barriers
         self.arg_kinds: list[str] = []
         self._thread_coords: dict[Layout, list] = {}
+
+    # The hand-kept shared-memory state that self.shm replaced: reading or setting these names fails at once,
+    # so code written against them cannot leave a barrier out silently.
+    smem_dirty = smem_base = smem_epoch = smem_bytes = property(_kept_by_shm)
 
     # ---- entry ---------------------------------------------------------------------------------
 
@@ -379,7 +386,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
     def barrier(self) -> None:
         fn = ops.intrinsic(self.module, "llvm.nvvm.barrier0", ir.VoidType(), [])
         self.b.call(fn, [])
-        self.smem_dirty = False
+        self.shm.synced()
 
 
 def lower_kernel(fn: Function, sm: int, cg: CudaOptions | None = None) -> tuple[ir.Module, dict]:
@@ -390,7 +397,7 @@ def lower_kernel(fn: Function, sm: int, cg: CudaOptions | None = None) -> tuple[
     info = {
         "num_warps": low.num_warps,
         "threads_per_block": 32 * low.num_warps,
-        "shared_bytes": low.smem_bytes,
+        "shared_bytes": low.shm.size,
         "pipelined_loops": len(low.pipes.loops),
         "arg_kinds": low.arg_kinds,
     }

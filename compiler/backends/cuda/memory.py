@@ -1,9 +1,10 @@
 """Global loads/stores/atomics and layout conversions through shared memory, for the cuda lowering.
 
 Accesses are vectorised by the width the gpu-layout pass recorded (gpu.vec: up to 16 bytes where the
-axis analysis proves contiguity, alignment and an equal mask across the vector). Shared memory is scratch owned by one op at a time, so every buffer
-starts at offset 0 and the kernel needs the largest of them; barriers go only where a write could
-overtake a read of the previous user (`smem_dirty`) and between each write and its reads.
+axis analysis proves contiguity, alignment and an equal mask across the vector). Shared memory is scratch
+owned by one op at a time, handed out by the lowering's allocator (`self.shm`, smem.py): a conversion
+claims its bytes (a barrier first only where the previous user's reads may be in flight), syncs between
+its writes and its reads, and releases them.
 """
 
 from __future__ import annotations
@@ -16,26 +17,16 @@ from ...ir.types import TileType, elem_type
 from . import ops
 from .layouts import Layout
 
-MAX_SMEM = 227 * 1024
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 
 
 class MemoryLowering:
     # ---- shared memory -------------------------------------------------------------------------
 
-    def reserve(self, nbytes: int) -> None:
-        if nbytes > MAX_SMEM:
-            raise CompileError(f"cuda: needs {nbytes} bytes of shared memory, more than the {MAX_SMEM} a block has")
-        if self.smem_base + nbytes > MAX_SMEM:
-            raise CompileError(f"cuda: needs {self.smem_base + nbytes} bytes of shared memory (a pipelined loop's ring "
-                               f"takes {self.smem_base}), more than the {MAX_SMEM} a block has")  # fmt: skip
-        self.smem_bytes = max(self.smem_bytes, self.smem_base + nbytes)
-        self.smem_epoch += 1  # whatever an earlier loop left in shared memory may be overwritten now
-
     def smem_at(self, byte_offset):
         """Scratch byte `byte_offset`: scratch starts past the rings of the pipelined loops being lowered."""
-        if self.smem_base:
-            byte_offset = self.b.add(byte_offset, ir.Constant(ops.I32, self.smem_base))
+        if self.shm.base:
+            byte_offset = self.b.add(byte_offset, ir.Constant(ops.I32, self.shm.base))
         return self.b.gep(self.smem_ptr, [byte_offset], source_etype=ops.I8)
 
     @staticmethod
@@ -97,9 +88,7 @@ class MemoryLowering:
         nbytes = self.smem_bytes_of(st)
         pad = max(1, 4 // nbytes) if nbytes < 8 else 1
         strides, total = self._strides(src.shape, pad)
-        self.reserve(total * nbytes)
-        if self.smem_dirty:
-            self.barrier()
+        self.shm.claim(total * nbytes)
         base = self.pb.mul(self._base_index(src, strides), ir.Constant(ops.I32, nbytes))
         owner = self.owner_pred(src) if only_owner else None
         for r in self.unique_regs(src):
@@ -115,20 +104,18 @@ class MemoryLowering:
         for r in range(dst.num_regs):
             off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(dst, r, strides) * nbytes))
             out.append(self.smem_load(off, e))
-        self.smem_dirty = True
+        self.shm.released()
         return out
 
     def broadcast_scalar(self, v, e, pred):
         """A value computed where `pred` holds (one thread), made visible to every thread."""
         st = self.smem_type(e)
-        self.reserve(self.smem_bytes_of(st))
-        if self.smem_dirty:
-            self.barrier()
+        self.shm.claim(self.smem_bytes_of(st))
         with self.b.if_then(pred):
             self.smem_store(ir.Constant(ops.I32, 0), v, e)
         self.barrier()
         out = self.smem_load(ir.Constant(ops.I32, 0), e)
-        self.smem_dirty = True
+        self.shm.released()
         return out
 
     # ---- global memory -------------------------------------------------------------------------

@@ -82,17 +82,15 @@ class MmaLowering:
         offs, total = {}, 0
         for i in staged:
             offs[i], total = total, total + shapes[i][0] * strides[i]
-        self.reserve(total)
-        if self.smem_dirty:
-            self.barrier()
+        self.shm.claim(total)
         for i in staged:
             self._stage(op.operands[i], vals[i], lays[i], offs[i], strides[i], transpose=eight and i == 1)
         self.barrier()
-        self.smem_dirty = True
+        self.shm.released()
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         out = list(ring)
         for i in staged:
-            out[i] = (self.pb.add(smem, _c(self.smem_base + offs[i])), strides[i])
+            out[i] = (self.pb.add(smem, _c(self.shm.base + offs[i])), strides[i])
         return out
 
     def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, eight: bool) -> list[list]:

@@ -175,78 +175,75 @@ class PipelineLowering:
         init = self._flat(op.operands[3:], lays)
         signed = elem_type(op.operands[0].type).is_signed
         outer = list(self.scopes)
-        saved_base = self.smem_base
+        saved_base = self.shm.base
         ring_base = align(saved_base) if any(pl.swizzle for pl in pipe.loads) else saved_base  # swizzle period
         invariant = self.invariant_operands(op)  # wgmma operands staged once, after the ring (wgmma.py)
         ring_end = ring_base + (align(pipe.ring_bytes) if invariant else pipe.ring_bytes)
         end = ring_end + sum(align(t.nbytes) for _, _, t in invariant)
         reuse = self.staged_still_there(invariant, ring_end)  # before this loop's own reservation
         bars, end = end, end + self.tma_barrier_bytes(pipe)  # TMA's mbarriers, one per stage (tma.py)
-        self.reserve(end - saved_base)
-        if self.smem_dirty:
-            self.barrier()  # earlier scratch users may still read what the copies (or the staging) overwrite
+        self.shm.claim(end - saved_base)  # earlier scratch users may still read what the copies (or staging) overwrite
         self.stage_invariants(invariant, ring_end, reuse)
         self.tma_init(op, pipe, bars)
-        self.smem_base = end
-        state = (lb, [self._regs(op.operands[2 + j], lay) for j, lay in zip(pipe.address_args, pipe.address_layouts, strict=True)])
-        for s in range(pipe.ahead):
-            state = self._step(pipe, outer, state, _c(s), ub, step, signed, ring_base)
-            self.cp_commit()
-        n = len(init)
-        first = [lb, *init, _c(0), state[0], *(x for regs in state[1] for x in regs)]  # iv, carried, slot, issue state
-        heads, header, loop, exit_ = self.enter_loop(("pfor.header", "pfor.body", "pfor.exit"), first)
-        iv, phis, slot, f_iv = heads[0], heads[1 : n + 1], heads[n + 1], heads[n + 2]
-        rest = iter(heads[n + 3 :])
-        f_addr = [[next(rest) for _ in regs] for regs in state[1]]
-        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
-        self.b.cbranch(cmp("<", iv, ub), loop, exit_)
-        self.b.position_at_end(loop)
-        self.scopes.append({})
-        self._unflat([iv, *phis], body.args, [None, *lays])
-        self.cp_wait(pipe.ahead - 1)
-        self.tma_wait(pipe, slot, iv, lb, step)
-        if any(pl.swizzle for pl in pipe.loads):
-            self.fence_async_shared()
-        self.barrier()
-        last = _c(pipe.stages - 1)
-        over = self.b.add(slot, _c(pipe.ahead))  # (slot + ahead) % stages, ahead < stages
-        write = self.b.select(self.b.icmp_unsigned("<", over, _c(pipe.stages)), over, self.b.sub(over, _c(pipe.stages)))
-        issued: list = []
+        with self.shm.scoped(end):  # the body's scratch lies past the rings, staged tiles and mbarriers
+            state = (lb, [self._regs(op.operands[2 + j], lay) for j, lay in zip(pipe.address_args, pipe.address_layouts, strict=True)])
+            for s in range(pipe.ahead):
+                state = self._step(pipe, outer, state, _c(s), ub, step, signed, ring_base)
+                self.cp_commit()
+            n = len(init)
+            first = [lb, *init, _c(0), state[0], *(x for regs in state[1] for x in regs)]  # iv, carried, slot, issue state
+            heads, header, loop, exit_ = self.enter_loop(("pfor.header", "pfor.body", "pfor.exit"), first)
+            iv, phis, slot, f_iv = heads[0], heads[1 : n + 1], heads[n + 1], heads[n + 2]
+            rest = iter(heads[n + 3 :])
+            f_addr = [[next(rest) for _ in regs] for regs in state[1]]
+            cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
+            self.b.cbranch(cmp("<", iv, ub), loop, exit_)
+            self.b.position_at_end(loop)
+            self.scopes.append({})
+            self._unflat([iv, *phis], body.args, [None, *lays])
+            self.cp_wait(pipe.ahead - 1)
+            self.tma_wait(pipe, slot, iv, lb, step)
+            if any(pl.swizzle for pl in pipe.loads):
+                self.fence_async_shared()
+            self.barrier()
+            last = _c(pipe.stages - 1)
+            over = self.b.add(slot, _c(pipe.ahead))  # (slot + ahead) % stages, ahead < stages
+            write = self.b.select(self.b.icmp_unsigned("<", over, _c(pipe.stages)), over, self.b.sub(over, _c(pipe.stages)))
+            issued: list = []
 
-        def issue() -> None:
-            issued.append(self._step(pipe, outer, (f_iv, f_addr), write, ub, step, signed, ring_base))
-            self.cp_commit()
+            def issue() -> None:
+                issued.append(self._step(pipe, outer, (f_iv, f_addr), write, ub, step, signed, ring_base))
+                self.cp_commit()
 
-        for pl in pipe.loads:
-            self._pending[pl.dot] = pipe.pending
-        wg_dots = {pl.dot for pl in pipe.loads if isinstance(self.plan.mma.get(pl.dot), WgmmaSpec)}
-        chained = self._chained_wgmma(op) if len(wg_dots) > 1 and self.cg.issue_after_last_dot else None
-        if len(wg_dots) == 1:  # issued by the dot right after its wgmma group (the tensor cores start first)
-            self._deferred_issue[wg_dots.pop()] = issue
-        elif chained is not None:
-            first_dot, last_dot, carried = chained
-            self._deferred_issue[last_dot] = issue  # each group of iteration i-1 was waited before
-            if carried is not None:  # the last group runs on into the next iteration, waited with the first
-                self._pending[last_dot] = 1
-                self._wait_also[first_dot] = carried
-        else:
-            issue()
-        self._rings[op] = (slot, ring_base)
-        self.lower_block([o for o in body.ops if o is not body.terminator])
-        if not issued:
-            issue()
-        nxt_state = issued[0]
-        nxt = self._flat(body.terminator.operands, lays)
-        self.scopes.pop()
-        back = [(iv, self.b.add(iv, step)), *zip(phis, nxt, strict=True)]
-        back.append((slot, self.b.select(self.b.icmp_unsigned("==", slot, last), _c(0), self.b.add(slot, _c(1)))))
-        back.append((f_iv, nxt_state[0]))
-        for ps, regs in zip(f_addr, nxt_state[1], strict=True):
-            back.extend(zip(ps, regs, strict=True))
-        self.close_loop(header, exit_, back)
-        self.cp_wait(0)
-        self.tma_done(pipe)
-        self.smem_base = saved_base
+            for pl in pipe.loads:
+                self._pending[pl.dot] = pipe.pending
+            wg_dots = {pl.dot for pl in pipe.loads if isinstance(self.plan.mma.get(pl.dot), WgmmaSpec)}
+            chained = self._chained_wgmma(op) if len(wg_dots) > 1 and self.cg.issue_after_last_dot else None
+            if len(wg_dots) == 1:  # issued by the dot right after its wgmma group (the tensor cores start first)
+                self._deferred_issue[wg_dots.pop()] = issue
+            elif chained is not None:
+                first_dot, last_dot, carried = chained
+                self._deferred_issue[last_dot] = issue  # each group of iteration i-1 was waited before
+                if carried is not None:  # the last group runs on into the next iteration, waited with the first
+                    self._pending[last_dot] = 1
+                    self._wait_also[first_dot] = carried
+            else:
+                issue()
+            self._rings[op] = (slot, ring_base)
+            self.lower_block([o for o in body.ops if o is not body.terminator])
+            if not issued:
+                issue()
+            nxt_state = issued[0]
+            nxt = self._flat(body.terminator.operands, lays)
+            self.scopes.pop()
+            back = [(iv, self.b.add(iv, step)), *zip(phis, nxt, strict=True)]
+            back.append((slot, self.b.select(self.b.icmp_unsigned("==", slot, last), _c(0), self.b.add(slot, _c(1)))))
+            back.append((f_iv, nxt_state[0]))
+            for ps, regs in zip(f_addr, nxt_state[1], strict=True):
+                back.extend(zip(ps, regs, strict=True))
+            self.close_loop(header, exit_, back)
+            self.cp_wait(0)
+            self.tma_done(pipe)
         self.remember_staged(invariant, ring_end)
         if pipe.pending or (chained is not None and chained[2] is not None):
             phis = self._drain_mma(op, phis, lays)

@@ -189,9 +189,7 @@ class ReduceLowering:
             base = ((end + 15) // 16) * 16 if k else 0
             bases.append(base)
             end = base + nw * numel * vb
-        self.reserve(end if len(elems) > 1 else ((end + 15) // 16) * 16)
-        if self.smem_dirty:
-            self.barrier()
+        self.shm.claim(end if len(elems) > 1 else ((end + 15) // 16) * 16)
         base = self._base_index(res_lay, strides) if res_lay.shape else ir.Constant(ops.I32, 0)
 
         def at(k: int, slot):
@@ -230,7 +228,7 @@ class ReduceLowering:
                 v = tuple(self.smem_load(at(k, slot), e) for k, e in enumerate(elems))
                 acc = v if acc is None else fn(acc, v)
             out.append(acc)
-        self.smem_dirty = True
+        self.shm.released()
         return out
 
     # ---- scan ----------------------------------------------------------------------------------
@@ -357,7 +355,7 @@ class ReduceLowering:
             both = fn(wp, lp)
             p = tuple(bld.select(has_w, bld.select(has_l, x, w), y) for x, w, y in zip(both, wp, lp, strict=True))
             prefix[g] = (bld.or_(has_w, has_l), p)
-        self.smem_dirty = True
+        self.shm.released()
 
     # ---- dot (FMA path) ------------------------------------------------------------------------
 
@@ -371,9 +369,7 @@ class ReduceLowering:
         st = self.smem_type(ea)
         eb = self.smem_bytes_of(st)
         a_bytes = ((m * k * eb + 15) // 16) * 16
-        self.reserve(a_bytes + k * n * eb)
-        if self.smem_dirty:
-            self.barrier()
+        self.shm.claim(a_bytes + k * n * eb)
         self._to_smem(a, 0, eb)
         self._to_smem(b, a_bytes, eb)
         self.barrier()
@@ -395,7 +391,7 @@ class ReduceLowering:
             for r in range(lay.num_regs):
                 i, j = lay.reg_coord(r)
                 acc[r] = self._mac(acc_t, av[i], bv[j], acc[r])
-        self.smem_dirty = True
+        self.shm.released()
         self.define(op.result, lay, [ops.cast(bld, acc_t, ec, v) for v in acc])
 
     def _mac(self, t, x, y, z):

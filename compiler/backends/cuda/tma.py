@@ -272,4 +272,4 @@ class TmaLowering:
         for s in range(pipe.stages):
             self._asm("@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b,~{memory}",
                       [self.b.add(smem, _c(bars + 8 * s)), first])  # fmt: skip
-        self.smem_dirty = True  # the next user of this scratch syncs first
+        self.shm.released()  # the next user of this scratch syncs first

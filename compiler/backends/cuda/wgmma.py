@@ -177,17 +177,16 @@ class WgmmaLowering:
         below scratch); they are read through self._hoisted. Those at positions in `reuse` are already
         there (staged_still_there) and are not stored again. Returns the bytes they take."""
         vals = [None if n in reuse else self.get(dot.operands[i]) for n, (dot, i, _) in enumerate(found)]
-        saved, self.smem_base = self.smem_base, 0  # `at` is an absolute offset
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         off = at
-        for n, ((dot, i, tile), regs) in enumerate(zip(found, vals, strict=True)):
-            v = dot.operands[i]
-            d = staged_tile(self.plan.mma[dot], v, i)[1]
-            if n not in reuse:
-                self._stage_swizzled(v, regs, self.layout_of(v), tile, off, d)
-            self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1 and d == 1)
-            off = align(off + tile.nbytes)
-        self.smem_base = saved
+        with self.shm.scoped(0):  # `at` is an absolute offset
+            for n, ((dot, i, tile), regs) in enumerate(zip(found, vals, strict=True)):
+                v = dot.operands[i]
+                d = staged_tile(self.plan.mma[dot], v, i)[1]
+                if n not in reuse:
+                    self._stage_swizzled(v, regs, self.layout_of(v), tile, off, d)
+                self._hoisted[(dot, i)] = (self.pb.add(smem, _c(off)), tile, i == 1 and d == 1)
+                off = align(off + tile.nbytes)
         if len(reuse) < len(found):
             self.fence_async_shared()
         return off - at
@@ -200,17 +199,17 @@ class WgmmaLowering:
         out, off = set(), at
         for n, (dot, i, tile) in enumerate(found if self.cg.reuse_staged else []):
             got = self.lookup(("wgmma.staged", dot.operands[i]))
-            if got == (off, tile, self.smem_epoch):
+            if got == (off, tile, self.shm.epoch):
                 out.add(n)
             off = align(off + tile.nbytes)
         return frozenset(out)
 
     def remember_staged(self, found: list, at: int) -> None:
         """After a loop: its staged tiles stay valid for later loops of this block until shared memory is
-        next reserved (reserve bumps smem_epoch)."""
+        next reserved (every reservation bumps self.shm.epoch)."""
         off = at
         for dot, i, tile in found:
-            self.scopes[-1][("wgmma.staged", dot.operands[i])] = (off, tile, self.smem_epoch)
+            self.scopes[-1][("wgmma.staged", dot.operands[i])] = (off, tile, self.shm.epoch)
             off = align(off + tile.nbytes)
 
     # ---- operand tiles -------------------------------------------------------------------------
@@ -233,19 +232,17 @@ class WgmmaLowering:
         for i in staged:
             shapes[i], dims[i] = staged_tile(spec, op.operands[i], i)
             offs[i], total = total, align(total + shapes[i].nbytes)
-        base = align(self.smem_base) - self.smem_base  # scratch offsets are relative to smem_base
-        self.reserve(base + total)
-        if self.smem_dirty:
-            self.barrier()
+        base = align(self.shm.base) - self.shm.base  # scratch offsets are relative to the scratch base
+        self.shm.claim(base + total)
         for i in staged:
             self._stage_swizzled(op.operands[i], vals[i], lays[i], shapes[i], base + offs[i], dims[i])
         self.fence_async_shared()
         self.barrier()
-        self.smem_dirty = True
+        self.shm.released()
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         for i in staged:
             out[i] = (
-                self.pb.add(smem, _c(self.smem_base + base + offs[i])),
+                self.pb.add(smem, _c(self.shm.base + base + offs[i])),
                 shapes[i],
                 i == 1 and dims[i] == 1,
             )
