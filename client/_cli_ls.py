@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._cli_tune import config_text
+from ._cli_tune import BadInput, config_text  # one BadInput (exit 2)
 
 WHATS = ("kernels", "artifacts", "tuning")
 KEY = re.compile(r"[0-9A-Za-z_-]{1,128}")  # kernel keys, artifact ids and tuning keys are hex digests
@@ -24,10 +24,6 @@ PAGE_MAX = 1000
 Server = Annotated[str | None, typer.Option(envvar="TILEC_URL", help="the service's URL (default TILEC_URL)")]
 Token = Annotated[str | None, typer.Option(envvar="TILEC_TOKEN", help="a read token (default TILEC_TOKEN)")]
 JsonOut = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
-
-
-class BadInput(Exception):
-    """A command-line value that cannot be used (exit 2)."""
 
 
 class Missing(Exception):
@@ -45,7 +41,7 @@ def _exit(code: int, message: str) -> typer.Exit:
 def _guarded(work: Callable[[], None], server: str | None, launch: Path | None = None) -> None:
     """Run a command's work; every failure is one line on stderr and an exit code, never a traceback."""
     from tilec.compiler.errors import CompileError
-    from tilec.compiler.tune.launch import LaunchError
+    from tilec.compiler.tune.launch import LaunchDescriptionError
 
     from ._client import AuthError, ServiceError, ServiceUnavailable
 
@@ -53,7 +49,7 @@ def _guarded(work: Callable[[], None], server: str | None, launch: Path | None =
         work()
     except typer.Exit:
         raise
-    except (BadInput, LaunchError) as exc:
+    except (BadInput, LaunchDescriptionError) as exc:
         field = getattr(exc, "field", "")
         where = f"{launch}: " if launch is not None and field and not field.startswith("signature") else ""
         raise _exit(2, f"tilec: {where}{exc}") from None

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from tilec.compiler.errors import CompileError, ToolError
-from tilec.compiler.tune.launch import LaunchError
+from tilec.compiler.tune.launch import LaunchDescriptionError
 
 from ._cli_compile import _read, _value, internal_error, parse_pairs
 
@@ -87,7 +87,7 @@ def tune_cmd(
         raise
     except CompileError as exc:  # located: file:line:col, the line and a caret
         raise _exit(2, str(exc)) from None
-    except LaunchError as exc:
+    except LaunchDescriptionError as exc:
         where = "" if exc.field.startswith("signature") else f"{launch}: "
         raise _exit(2, f"tilec: {where}{exc}") from None
     except BadInput as exc:

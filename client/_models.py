@@ -1,6 +1,5 @@
-"""The wire models shared with the server. They are defined once, in server/schemas.py, which imports
-pydantic only (the `server` package is always installed and its __init__ imports nothing, so this
-pulls in neither FastAPI nor SQLAlchemy); the client re-exports them from here.
+"""The wire models shared with the server. They are defined once, in tilec/wire.py, which imports
+pydantic only (so this pulls in neither FastAPI nor SQLAlchemy); the client re-exports them from here.
 """
 
 from tilec.wire import (

@@ -138,7 +138,7 @@ def plan(entry: KernelEntry, base: Path, target: str) -> Planned:
         config = normal_config({}, entry.num_warps, entry.num_stages)
         planned.build = Build(ks.key, entry.signature, entry.constexprs, entry.hints, config, target)
         return planned
-    from tilec.compiler.tune.launch import LaunchDescription, LaunchError
+    from tilec.compiler.tune.launch import LaunchDescription, LaunchDescriptionError
     from tilec.runtime.tune import TuneSpec, prepare
 
     text = _read(base / entry.launch, entry, "launch")
@@ -146,7 +146,7 @@ def plan(entry: KernelEntry, base: Path, target: str) -> Planned:
         spec = TuneSpec(source=source, name=ks.name, signature=entry.signature,
                         launch=LaunchDescription.from_toml(text), target=target, constexprs=entry.constexprs)  # fmt: skip
         planned.prepared = prepare(spec)
-    except LaunchError as exc:
+    except LaunchDescriptionError as exc:
         raise PullInputError(f"{entry.where}: {entry.launch}: {exc}") from None
     return planned
 

@@ -1,12 +1,20 @@
-"""The one error type of the compiler, located in the user's source or IR text.
+"""The root of tilec's errors, and the compiler's: CompileError, located in the user's source or IR text,
+and ToolError, an external tool that failed.
 
-A CompileError prints `file:line:col: message`, the source line and a caret under the column.
+A CompileError prints `file:line:col: message`, the source line and a caret under the column. TilecError is
+the public root (`tilec.TilecError`): the runtime's launch errors and the client's service and verification
+errors derive from it too (the tree is drawn in client/_exceptions.py). It lives here, at the bottom of the
+layers, so the compiler's own errors can stand under it.
 """
 
 from __future__ import annotations
 
 
-class CompileError(Exception):
+class TilecError(Exception):
+    """The root of every error tilec raises on purpose."""
+
+
+class CompileError(TilecError):
     """An error in the user's input: bad source, bad IR, a type error, a budget exceeded."""
 
     def __init__(
@@ -67,7 +75,7 @@ class VerifyError(CompileError):
     """The IR is malformed: an op's operands, attributes or types break its rules."""
 
 
-class ToolError(Exception):
+class ToolError(TilecError):
     """An external tool (LLVM, ptxas, nvJitLink) failed; carries its stderr and a repro command."""
 
     def __init__(self, tool: str, stderr: str, repro: str = "") -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tilec.compiler.artifact import Artifact, parse_target
-from tilec.compiler.tune.launch import LaunchError as DescriptionError
+from tilec.compiler.tune.launch import LaunchDescriptionError as DescriptionError
 from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
 from tilec.compiler.tune.stats import Timing, adaptive
 

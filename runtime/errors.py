@@ -4,9 +4,7 @@ re-exports them (client/_exceptions.py draws the whole tree); the server's worke
 
 from __future__ import annotations
 
-
-class TilecError(Exception):
-    """Base of the client's own errors."""
+from tilec.compiler.errors import TilecError
 
 
 class LaunchError(TilecError):

@@ -86,7 +86,7 @@ class TuneJobSpec(BaseModel):
 
 def prepare(spec: TuneSpec) -> Prepared:
     """Read the kernel (ast only), resolve the launch, and fix the configs and the tuning key's strings.
-    Raises CompileError for bad source and LaunchError for a bad launch description."""
+    Raises CompileError for bad source and LaunchDescriptionError for a bad launch description."""
     ks = read_kernel(spec.source, spec.name, budgets=spec.budgets)
     runtime = [p.name for p in ks.params if not p.constexpr and p.name not in spec.constexprs]
     resolved = resolve(spec.launch, spec.signature, runtime, spec.launch_budgets)
@@ -103,7 +103,7 @@ def prepare(spec: TuneSpec) -> Prepared:
 def prepare_job(spec: TuneSpec, key: TuningKey, params: list[str]) -> Prepared:
     """A stored job as submit prepared it: `key` its tuning key's parts, `params` its runtime parameters,
     spec.configs its configs. Only the launch is resolved here (the worker makes the inputs from it); the
-    kernel is read by the compiles. Raises LaunchError for a launch this worker's budgets refuse."""
+    kernel is read by the compiles. Raises LaunchDescriptionError for a launch this worker's budgets refuse."""
     resolved = resolve(spec.launch, spec.signature, params, spec.launch_budgets)
     return _prepared(spec, spec.name, key, params, resolved, list(spec.configs or [space.normalise({})]))
 

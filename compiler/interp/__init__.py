@@ -24,11 +24,11 @@ after another, each op vectorised over its whole tile. Choices where Triton leav
   store whose lanes repeat an address keeps the last lane; atomics apply lanes in lane order and
   return the old values (0 in masked-off lanes); atomic_cas compares bit patterns.
 - Errors are CompileErrors located at the op: MemoryFault (an active lane outside every argument
-  buffer, or misaligned), KernelAssertionError (`assert`), InterpError (step 0, endless loops: more
+  buffer, or misaligned), InterpAssertionError (`assert`), InterpError (step 0, endless loops: more
   than `max_ops` ops). Wrong arguments (count, dtype, non-contiguous arrays) raise TypeError.
 """
 
-from .errors import InterpError, KernelAssertionError, MemoryFault
+from .errors import InterpAssertionError, InterpError, MemoryFault
 from .machine import run_kernel
 
-__all__ = ["InterpError", "KernelAssertionError", "MemoryFault", "run_kernel"]
+__all__ = ["InterpError", "InterpAssertionError", "MemoryFault", "run_kernel"]

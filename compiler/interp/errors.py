@@ -1,7 +1,7 @@
 """Errors the reference interpreter raises while running a kernel, located at the IR op at fault.
 
 InterpError is a CompileError (so it prints `file:line:col: message`); MemoryFault is an unmasked
-out-of-bounds or misaligned access, KernelAssertionError a failed `assert` op.
+out-of-bounds or misaligned access, InterpAssertionError a failed `assert` op.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class MemoryFault(InterpError):
     """An active lane of a load, store or atomic addressed memory outside every argument buffer."""
 
 
-class KernelAssertionError(InterpError):
+class InterpAssertionError(InterpError):
     """An `assert` op found a false element."""
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, elem_type, f32, shape_of
 from . import numerics as nx
-from .errors import InterpError, KernelAssertionError, located
+from .errors import InterpAssertionError, InterpError, located
 from .memory import AddressSpace
 
 Array = np.ndarray
@@ -415,4 +415,4 @@ def _assert(op, xs, m):
         return None
     first = tuple(int(i) for i in np.argwhere(~cond)[0]) if cond.ndim else ()
     where = f" at index {list(first)}" if first else ""
-    raise located(KernelAssertionError, op, f"failed: {op.attrs['message']} (program {m.pid}{where})")
+    raise located(InterpAssertionError, op, f"failed: {op.attrs['message']} (program {m.pid}{where})")

@@ -19,12 +19,15 @@ from typing import Annotated, Literal, NoReturn
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
+from ..errors import TilecError
+
 _Int = Annotated[int, Strict()]  # a bool is not a size
 _Num = Annotated[float, Strict()] | Annotated[int, Strict()]
 
 
-class LaunchError(ValueError):
-    """A launch description that cannot be used; `field` names where ("args.a_ptr", "grid[1]")."""
+class LaunchDescriptionError(TilecError, ValueError):
+    """A launch description that cannot be used; `field` names where ("args.a_ptr", "grid[1]"). (Not the
+    runtime's LaunchError, a launch that cannot run.)"""
 
     def __init__(self, field: str, reason: str, col: int | None = None) -> None:
         self.field = field
@@ -32,6 +35,9 @@ class LaunchError(ValueError):
         self.col = col
         where = f" (col {col})" if col is not None else ""
         super().__init__(f"{field}: {reason}{where}" if field else f"{reason}{where}")
+
+
+LaunchError = LaunchDescriptionError  # the name this module's raises use; elsewhere import LaunchDescriptionError
 
 
 @dataclass(frozen=True)

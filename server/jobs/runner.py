@@ -25,7 +25,7 @@ from tilec.compiler.artifact import Artifact, artifact_key, compiler_version
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import Budgets
 from tilec.compiler.tune.keys import TuningKey
-from tilec.compiler.tune.launch import LaunchBudgets, LaunchError
+from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescriptionError
 from tilec.compiler.tune.space import config_hash
 from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_compiler
 from tilec.runtime.tune import Prepared, TuneJobSpec, TuneSpec, prepare_job, run_tune
@@ -117,7 +117,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         prepared = prepare_job(_spec(ctx, job, stored, source), key, stored.params)
     except ValidationError as exc:
         return _fail(ctx, job_id, f"the stored job spec is not one this worker runs: {exc.errors()[0]['msg']}")
-    except (CompileError, LaunchError, ValueError) as exc:
+    except (CompileError, LaunchDescriptionError, ValueError) as exc:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
 
     def known(device: dict) -> dict[str, Trial]:

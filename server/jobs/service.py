@@ -15,7 +15,13 @@ from starlette.concurrency import run_in_threadpool
 
 from tilec.compiler.tune import space
 from tilec.compiler.tune.keys import tuning_key
-from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, ResolvedLaunch, resolve
+from tilec.compiler.tune.launch import (
+    LaunchBudgets,
+    LaunchDescription,
+    LaunchDescriptionError,
+    ResolvedLaunch,
+    resolve,
+)
 from tilec.runtime.tune import TuneJobSpec
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
@@ -81,12 +87,12 @@ def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict
 def _check_grid(resolved: ResolvedLaunch, configs: list[dict]) -> None:
     """Refuse a grid that no config can compute (a name that is neither a scalar nor a config parameter,
     say): resolve checks only its syntax, and such a job would fail on the worker, every trial alike."""
-    first: LaunchError | None = None
+    first: LaunchDescriptionError | None = None
     for config in configs:
         try:
             resolved.grid(config["kwargs"])
             return
-        except LaunchError as exc:
+        except LaunchDescriptionError as exc:
             first = first or exc
     if first is not None:
         raise E.ApiError(422, E.BAD_LAUNCH, str(first), field=first.field)
@@ -119,7 +125,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     try:
         resolved = resolve(launch, signature, runtime,
                            LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes))  # fmt: skip
-    except LaunchError as exc:
+    except LaunchDescriptionError as exc:
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)
     _check_grid(resolved, configs)

@@ -17,7 +17,7 @@ venv_bin = os.path.dirname(sys.executable)
 config.environment["PATH"] = os.pathsep.join([venv_bin, os.environ.get("PATH", "")])
 config.environment["PYTHONPATH"] = os.path.dirname(os.path.dirname(config.test_source_root))
 
-# print -> parse -> print must be the identity (STYLE.md #3); %t.1/%t.2 hold the two prints
+# print -> parse -> print must be the identity (docs/STYLE.md #3); %t.1/%t.2 hold the two prints
 config.substitutions.append(
     ("%ROUNDTRIP", "tilec-opt --split-input-file %s > %t.1 && tilec-opt --split-input-file %t.1 > %t.2 && diff %t.1 %t.2")
 )

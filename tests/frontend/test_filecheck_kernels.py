@@ -1,4 +1,4 @@
-"""Frontend golden tests with the CHECK lines inside the kernel (STYLE.md #6): each file in
+"""Frontend golden tests with the CHECK lines inside the kernel (docs/STYLE.md #6): each file in
 tests/frontend/filecheck/ names its signature and constexprs in header comments; it is compiled and
 its printed IR is checked against its own `# CHECK:` lines with the `filecheck` package."""
 

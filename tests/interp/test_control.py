@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from tilec.compiler.interp import InterpError, KernelAssertionError, run_kernel
+from tilec.compiler.interp import InterpAssertionError, InterpError, run_kernel
 
 from .kit import kernel, parse_checked, run
 
@@ -227,7 +227,7 @@ def test_assert_raises_a_located_error():
         """,
     )
     run(text, [np.array([0, 1, 2, 3], np.int32)])
-    with pytest.raises(KernelAssertionError, match="x must be non-negative .*at index \\[2\\]") as info:
+    with pytest.raises(InterpAssertionError, match="x must be non-negative .*at index \\[2\\]") as info:
         run(text, [np.array([0, 1, -2, 3], np.int32)])
     assert (info.value.line, info.value.col) == (9, 5)
 

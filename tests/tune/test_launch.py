@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tilec.compiler.tune.launch import (
     LaunchBudgets,
     LaunchDescription,
-    LaunchError,
+    LaunchDescriptionError,
     ResolvedLaunch,
     TensorArg,
     TensorSpec,
@@ -146,7 +146,7 @@ def test_evaluate_arithmetic(expr: str | int, expected: int | float) -> None:
     ],
 )
 def test_evaluate_refusals(expr: str, col: int) -> None:
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         evaluate(expr, {"M": 12, "ü": 1}, field="args.x")
     assert info.value.field == "args.x"
     assert info.value.col == col
@@ -157,11 +157,11 @@ def test_evaluate_refusals(expr: str, col: int) -> None:
 def test_budgets_are_options() -> None:
     deep = "-" * 40 + "1"
     assert evaluate(deep, {}, LaunchBudgets(max_expr_depth=64)) == 1
-    with pytest.raises(LaunchError, match="more than 3 nodes"):
+    with pytest.raises(LaunchDescriptionError, match="more than 3 nodes"):
         evaluate("1 + 2 + 3", {}, LaunchBudgets(max_expr_nodes=3))
-    with pytest.raises(LaunchError, match="32-bit"):
+    with pytest.raises(LaunchDescriptionError, match="32-bit"):
         evaluate("2 ** 40", {}, LaunchBudgets(max_int_bits=32))
-    with pytest.raises(LaunchError, match="64-bit"):
+    with pytest.raises(LaunchDescriptionError, match="64-bit"):
         evaluate(2**70, {})
 
 
@@ -234,7 +234,7 @@ def test_tensor_tables_round_trip() -> None:
     ],
 )
 def test_bad_descriptions(text: str, field: str, match: str) -> None:
-    with pytest.raises(LaunchError, match=match) as info:
+    with pytest.raises(LaunchDescriptionError, match=match) as info:
         LaunchDescription.from_toml(text)
     assert info.value.field == field
 
@@ -263,10 +263,10 @@ def test_grid_axes() -> None:
     bad += [([1, 1, "BLOCK"], "grid[2]", "unknown name"), (["2 ** 31"], "grid[0]", "2147483647")]
     for grid, field, match in bad:
         r = resolve(LaunchDescription(grid=grid, args=args), sig, list(sig))
-        with pytest.raises(LaunchError, match=match) as info:
+        with pytest.raises(LaunchDescriptionError, match=match) as info:
             r.grid({"num_warps": 4})
         assert info.value.field == field
-    with pytest.raises(LaunchError) as info:  # a grid that cannot parse fails at resolve
+    with pytest.raises(LaunchDescriptionError) as info:  # a grid that cannot parse fails at resolve
         resolve(LaunchDescription(grid=[1, "N + * 2"], args=args), sig, list(sig))
     assert info.value.field == "grid[1]" and info.value.col == 5
 
@@ -284,7 +284,7 @@ def test_scalars_resolve_in_dependency_order() -> None:
     [({"A": "B", "B": "A + 1", "C": 1}, "A -> B -> A"), ({"A": 1, "B": "B * 2", "C": 1}, "B -> B")],
 )
 def test_scalar_cycle(args: dict, cycle: str) -> None:
-    with pytest.raises(LaunchError, match=f"cycle: {cycle}") as info:
+    with pytest.raises(LaunchDescriptionError, match=f"cycle: {cycle}") as info:
         launch(args, {"A": "i32", "B": "i32", "C": "i32"})
     assert info.value.field in {"args.A", "args.B"}
 
@@ -292,15 +292,15 @@ def test_scalar_cycle(args: dict, cycle: str) -> None:
 def test_byte_budgets() -> None:
     sig = {"a": "*fp32", "b": "*fp32", "M": "i32"}
     args = {"a": "randn(M, M)", "b": "zeros(M, M)", "M": 4096}
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         launch(args, sig, LaunchBudgets(max_tensor_bytes=1 << 20))
     assert str(info.value) == "args.a: tensor of 67108864 bytes exceeds the limit of 1048576 bytes"
-    with pytest.raises(LaunchError, match="134217728 bytes in all exceed the limit of 100000000") as info:
+    with pytest.raises(LaunchDescriptionError, match="134217728 bytes in all exceed the limit of 100000000") as info:
         launch(args, sig, LaunchBudgets(max_total_bytes=100_000_000))
     assert info.value.field == "args"
-    with pytest.raises(LaunchError, match="exceeds the limit of 4294967296"):
+    with pytest.raises(LaunchDescriptionError, match="exceeds the limit of 4294967296"):
         launch(args | {"M": "2 ** 20"}, sig)  # 4 TiB: refused before anything is allocated
-    with pytest.raises(LaunchError, match="over the limit of 2"):
+    with pytest.raises(LaunchDescriptionError, match="over the limit of 2"):
         launch(args, sig, LaunchBudgets(max_args=2))
 
 
@@ -341,29 +341,29 @@ def test_bad_arguments(change: dict, field: str, match: str) -> None:
     sig = {"a": "*fp16", "M": "i32", "u": "u8", "f": "fp16", "flag": "i1"}
     args = {"a": "randn(M)", "M": 4, "u": 3, "f": 0.5, "flag": True} | change
     args = {k: v for k, v in args.items() if v is not None}
-    with pytest.raises(LaunchError, match=match) as info:
+    with pytest.raises(LaunchDescriptionError, match=match) as info:
         resolve(LaunchDescription.from_json({"grid": [1], "args": args}), sig, list(sig))
     assert info.value.field == field
 
 
 def test_expression_errors_in_args_carry_the_column() -> None:
     sig = {"a": "*fp16", "M": "i32"}
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         launch({"a": "randn(M, M.x)", "M": 4}, sig)
     assert info.value.field == "args.a" and info.value.col == 10
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         launch({"a": "randn(M, -M)", "M": 4}, sig)
     assert info.value.col == 10
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         launch({"a": {"init": "zeros", "shape": ["M // 0"]}, "M": 4}, sig)
     assert info.value.field == "args.a.shape[0]" and info.value.col == 6
 
 
 def test_signature_problems() -> None:
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         resolve(LaunchDescription(grid=[1], args={"n": 1}), {}, ["n"])
     assert info.value.field == "signature.n"
-    with pytest.raises(LaunchError, match="unsupported or missing type") as info:
+    with pytest.raises(LaunchDescriptionError, match="unsupported or missing type") as info:
         resolve(LaunchDescription(grid=[1], args={"x": "zeros(1)"}), {"x": "*fp8e4nv"}, ["x"])
 
 
@@ -384,7 +384,7 @@ def test_key_values() -> None:
         "K": 96,
         "a_ptr": {"shape": [500, 96], "dtype": "fp16"},
     }
-    with pytest.raises(LaunchError) as info:
+    with pytest.raises(LaunchDescriptionError) as info:
         r.key_values(["BLOCK_SIZE_M"])
     assert info.value.field == "args.BLOCK_SIZE_M"
 
