@@ -52,7 +52,9 @@ LADDER_OPTIONS = ["stage_invariants_once", "a_from_registers", "ex2_ftz", "fp_fu
                   "issue_after_last_dot", "mma_in_flight_across", "leave_occupancy_to_ptxas"]  # fmt: skip
 _RUNGS = {"staged": 0, "q-once": 1, "sm90a-0": 2, "+ftz-fma": 4, "+uniform": 6, "+copies-late": 7, "+in-flight": 8,
           "sm90a": 9}  # fmt: skip
-VARIANTS = {name: CudaOptions(**{f: i < on for i, f in enumerate(LADDER_OPTIONS)}) for name, on in _RUNGS.items()}
+VARIANTS = {
+    name: CudaOptions(**{f: i < on for i, f in enumerate(LADDER_OPTIONS)}) for name, on in _RUNGS.items()
+}
 assert VARIANTS["sm90a"] == CudaOptions()  # the top rung is the default build
 SPEED_LADDER = ["sm90a-0", "+ftz-fma", "+uniform", "+copies-late", "+in-flight", "sm90a"]
 QUICK_LADDER = SPEED_LADDER[-3:]  # --quick: the rungs since the previous full run
@@ -95,7 +97,9 @@ def build(variant: str, specs: dict[str, ArgSpec], consts: dict, cfg: tuple):
     art = _ARTS.get(key)
     if art is None:
         t0 = time.perf_counter()
-        options = CompileOptions(target="cuda:sm_90", num_warps=cfg[2], num_stages=cfg[3], cuda=VARIANTS[variant])
+        options = CompileOptions(
+            target="cuda:sm_90", num_warps=cfg[2], num_stages=cfg[3], cuda=VARIANTS[variant]
+        )
         art = compile_kernel(SRC, "attn_fwd", signature={n: s.type for n, s in specs.items()}, constexprs=consts,
                              hints={n: dict(s.hints) for n, s in specs.items() if s.hints}, options=options,
                              emit="cubin")  # fmt: skip
@@ -244,7 +248,9 @@ def table(corr: list[dict], rows: list[dict]) -> None:
     for d, causal in sorted({(k[0], k[1]) for k in best}):
         tri, ours = best[(d, causal, "triton")], best[(d, causal, "sm90a")]
         ratio = ours / tri if tri else 0.0
-        print(f"best of configs d={d} causal={causal}: triton {tri:.1f}, tilec {ours:.1f} TFLOP/s; ratio {ratio:.2f}")
+        print(
+            f"best of configs d={d} causal={causal}: triton {tri:.1f}, tilec {ours:.1f} TFLOP/s; ratio {ratio:.2f}"
+        )
 
 
 # ---- without a GPU -----------------------------------------------------------------------------

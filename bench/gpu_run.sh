@@ -56,7 +56,7 @@ if [ "$stage" = first ]; then
     tests/client/test_arch_mismatch.py tests/e2e/test_client_path_gpu.py tests/cuda/test_launch_path.py tests/cuda/test_gpu.py 2>&1 \
     | tee "$OUT/client_gpu_tests.log" | tail -15
   # as an installed package would be: byte-compiled (the wheels above are installed with --no-compile)
-  python3 -m compileall -q -j 0 /tmp/site tilec compiler client server migrations > /dev/null 2>&1
+  python3 -m compileall -q -j 0 /tmp/site tilec compiler runtime client server migrations > /dev/null 2>&1
   timeout 500 python3 bench/first_launch.py --json "$OUT/first_launch.json" 2>&1 | tee "$OUT/first_launch.log" | tail -20
 fi
 if [ "$stage" = inductor ]; then

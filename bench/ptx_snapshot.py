@@ -38,8 +38,11 @@ def _ptx(src: str, name: str, target: str, *, sig: dict, consts: dict | None = N
 def _kernel_cases():
     for stem, k in KERNELS.items():
         for target in ("cuda:sm_80", "cuda:sm_90"):
-            yield f"kernels-{stem}-{target[5:]}", lambda k=k, stem=stem, target=target: _ptx(
-                source(stem), k["name"], target, sig=k["signature"], consts=k["constexprs"]
+            yield (
+                f"kernels-{stem}-{target[5:]}",
+                lambda k=k, stem=stem, target=target: _ptx(
+                    source(stem), k["name"], target, sig=k["signature"], consts=k["constexprs"]
+                ),
             )
 
 
@@ -80,10 +83,18 @@ MM_HINTS = {"a_ptr": {"divisibility": 16}, "b_ptr": {"divisibility": 16}, "c_ptr
 def _matmul_cases():
     sig = {n: "*fp16" if n.endswith("_ptr") else "i32" for n in MM}
     for target in ("cuda:sm_80", "cuda:sm_90"):
-        for bm, bn, bk, nw, ns in ((128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (64, 64, 32, 4, 4), (128, 128, 32, 8, 2)):
+        for bm, bn, bk, nw, ns in (
+            (128, 128, 64, 4, 3),
+            (128, 256, 64, 8, 3),
+            (64, 64, 32, 4, 4),
+            (128, 128, 32, 8, 2),
+        ):
             consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8}
-            yield f"matmul-{bm}x{bn}x{bk}-w{nw}s{ns}-{target[5:]}", lambda t=target, c=consts, w=nw, s=ns: _ptx(
-                source("matmul"), "matmul_kernel", t, sig=sig, consts=c, hints=MM_HINTS, warps=w, stages=s
+            yield (
+                f"matmul-{bm}x{bn}x{bk}-w{nw}s{ns}-{target[5:]}",
+                lambda t=target, c=consts, w=nw, s=ns: _ptx(
+                    source("matmul"), "matmul_kernel", t, sig=sig, consts=c, hints=MM_HINTS, warps=w, stages=s
+                ),
             )
     psig = dict(sig)
     pc = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_SMS": 132}
@@ -96,11 +107,37 @@ ATT = [f"stride_{t}{d}" for t, row in zip("qkvo", "mnnm", strict=True) for d in 
 
 def _attention(d: int, bm: int, bn: int, nw: int, ns: int, causal: bool, n_ctx: int) -> str:
     vals = dict(zip(ATT, [32 * n_ctx * d, n_ctx * d, d, 1] * 4, strict=True)) | {"H": 32, "N_CTX": n_ctx}
-    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32", **dict.fromkeys(vals, "i32")}
+    sig = {
+        "Q": "*fp16",
+        "K": "*fp16",
+        "V": "*fp16",
+        "Out": "*fp16",
+        "sm_scale": "fp32",
+        **dict.fromkeys(vals, "i32"),
+    }
     hints = {p: {"divisibility": 16} for p in ("Q", "K", "V", "Out")}
-    hints |= {p: {"equal_to_1": True} if v == 1 else {"divisibility": 16} for p, v in vals.items() if v == 1 or v % 16 == 0}
-    consts = {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn, "STAGE": 3 if causal else 1, "MASK_N": n_ctx % bn != 0}
-    return _ptx(source("attention"), "attn_fwd", "cuda:sm_90", sig=sig, consts=consts, hints=hints, warps=nw, stages=ns)
+    hints |= {
+        p: {"equal_to_1": True} if v == 1 else {"divisibility": 16}
+        for p, v in vals.items()
+        if v == 1 or v % 16 == 0
+    }
+    consts = {
+        "HEAD_DIM": d,
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "STAGE": 3 if causal else 1,
+        "MASK_N": n_ctx % bn != 0,
+    }
+    return _ptx(
+        source("attention"),
+        "attn_fwd",
+        "cuda:sm_90",
+        sig=sig,
+        consts=consts,
+        hints=hints,
+        warps=nw,
+        stages=ns,
+    )
 
 
 def _attention_cases():
@@ -118,8 +155,18 @@ def _tma_cases():
         hints = {d: {f"{p}.divisibility": 16 for p in ("base", "shape0", "shape1", "stride0")}
                  for d in ("a_desc", "b_desc", "c_desc")}  # fmt: skip
         consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8}
-        yield f"desc-matmul-{bm}x{bn}x{bk}-w{nw}s{ns}-sm_90a", lambda s=sig, h=hints, c=consts, w=nw, n=ns: _ptx(
-            source("desc_matmul"), "matmul_desc_kernel", "cuda:sm_90a", sig=s, consts=c, hints=h, warps=w, stages=n
+        yield (
+            f"desc-matmul-{bm}x{bn}x{bk}-w{nw}s{ns}-sm_90a",
+            lambda s=sig, h=hints, c=consts, w=nw, n=ns: _ptx(
+                source("desc_matmul"),
+                "matmul_desc_kernel",
+                "cuda:sm_90a",
+                sig=s,
+                consts=c,
+                hints=h,
+                warps=w,
+                stages=n,
+            ),
         )
         bsig = {n: "*fp16" if n.endswith("_ptr") else "i32" for n in MM}
         bconsts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8}

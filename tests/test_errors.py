@@ -23,7 +23,9 @@ def test_the_compilers_errors_stand_under_the_public_root() -> None:
     for cls in (CompileError, ToolError, LaunchDescriptionError, InterpAssertionError, MemoryFault):
         assert issubclass(cls, tilec.TilecError), cls
     assert issubclass(LaunchDescriptionError, ValueError)  # callers that catch ValueError still do
-    assert not issubclass(LaunchDescriptionError, tilec.LaunchError)  # a bad description is not a failed launch
+    assert not issubclass(
+        LaunchDescriptionError, tilec.LaunchError
+    )  # a bad description is not a failed launch
 
 
 def test_every_public_error_is_a_tilec_error() -> None:
@@ -70,5 +72,9 @@ def test_the_description_error_is_imported_by_its_name() -> None:
         for path in sorted((ROOT / part).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("tune.launch"):
-                    wrong += [f"{path.relative_to(ROOT)}:{node.lineno}" for a in node.names if a.name == "LaunchError"]
+                    wrong += [
+                        f"{path.relative_to(ROOT)}:{node.lineno}"
+                        for a in node.names
+                        if a.name == "LaunchError"
+                    ]
     assert wrong == []

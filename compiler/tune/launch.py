@@ -37,7 +37,7 @@ class LaunchDescriptionError(TilecError, ValueError):
         super().__init__(f"{field}: {reason}{where}" if field else f"{reason}{where}")
 
 
-LaunchError = LaunchDescriptionError  # the name this module's raises use; elsewhere import LaunchDescriptionError
+LaunchError = LaunchDescriptionError  # this module's raises use it; import LaunchDescriptionError elsewhere
 
 
 @dataclass(frozen=True)

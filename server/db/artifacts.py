@@ -22,7 +22,9 @@ def text_digests(values: dict[str, Any]) -> dict[str, str]:
     return {f"{form}_sha256": sha256(values[form].encode()) for form in TEXT_FORMS}
 
 
-def artifact_values(*, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict) -> dict[str, Any]:
+def artifact_values(
+    *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
+) -> dict[str, Any]:
     """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included;
     the compile route and the tune-job runner store their builds through it."""
     binary = art["binary"] or b""

@@ -119,7 +119,9 @@ def test_schedule_keeps_p_v_in_flight() -> None:
 def test_schedule_options() -> None:
     """mma_in_flight_across off: P V is waited in its iteration (copies still after it);
     issue_after_last_dot off too: the copies go right after the ring's barrier, as before."""
-    body = loop_body(compile_attention(64, 128, 64, 8, 3, False, 4096, cuda=CudaOptions(mma_in_flight_across=False)).ptx)
+    body = loop_body(
+        compile_attention(64, 128, 64, 8, 3, False, 4096, cuda=CudaOptions(mma_in_flight_across=False)).ptx
+    )
     assert body.count("bar.sync") == 1 and "wgmma.wait_group.sync.aligned 1" not in body
     assert body.rindex("cp.async.commit_group") > body.rindex("wgmma.commit_group")
     both_off = CudaOptions(mma_in_flight_across=False, issue_after_last_dot=False)

@@ -43,7 +43,10 @@ def build(cuda: CudaOptions):
 @pytest.mark.parametrize("field", ["fp_fusion", "ex2_ftz", "uniform_warp"])
 def test_two_option_values_two_keys_two_binaries(field: str) -> None:
     on, off = CudaOptions(), CudaOptions(**{field: False})
-    assert CompileOptions(target="cuda:sm_90", cuda=on).stable_hash() != CompileOptions(target="cuda:sm_90", cuda=off).stable_hash()
+    assert (
+        CompileOptions(target="cuda:sm_90", cuda=on).stable_hash()
+        != CompileOptions(target="cuda:sm_90", cuda=off).stable_hash()
+    )
     keys = {artifact_key("k" * 64, SPEC, CONFIG, "cuda:sm_90", "v1", codegen=c) for c in (on, off)}
     assert len(keys) == 2
     a, b = build(on), build(off)
@@ -85,26 +88,44 @@ def _switch_flips(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(), str(path))
     cuda = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tilec.compiler.backends.cuda"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "tilec.compiler.backends.cuda"
+        ):
             cuda |= {a.asname or a.name for a in node.names}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and node.value in OLD_SWITCHES:
             found.append(node.lineno)
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "setattr":
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "setattr"
+        ):
             owner, attr = (node.args + [None, None])[:2]
-            if isinstance(owner, ast.Name) and owner.id in cuda and isinstance(attr, ast.Constant) and str(attr.value).isupper():
+            if (
+                isinstance(owner, ast.Name)
+                and owner.id in cuda
+                and isinstance(attr, ast.Constant)
+                and str(attr.value).isupper()
+            ):
                 found.append(node.lineno)
         elif isinstance(node, ast.Assign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
-            if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in cuda for t in flat):
+            if any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in cuda
+                for t in flat
+            ):
                 found.append(node.lineno)
     return [f"{path.name}:{n}" for n in sorted(set(found))]
 
 
 def test_no_test_or_bench_flips_a_codegen_switch() -> None:
-    files = [p for folder in ("tests", "bench") for p in sorted((ROOT / folder).rglob("*.py")) if p != Path(__file__)]
+    files = [
+        p
+        for folder in ("tests", "bench")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if p != Path(__file__)
+    ]
     flips = [hit for p in files for hit in _switch_flips(p)]
     assert flips == []
 

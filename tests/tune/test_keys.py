@@ -28,10 +28,15 @@ def test_names_are_runtime_arguments_in_the_decorators_order() -> None:
 
 def test_the_service_digest_is_the_one_formula() -> None:
     tk = TuningKey("k" * 64, '{"N":1}', "x:*fp32", "cuda:sm_90")
-    assert crud.tuning_key(kernel_key=tk.kernel_key, key=tk.key, dtypes=tk.dtypes, target=tk.target) == tk.digest
+    assert (
+        crud.tuning_key(kernel_key=tk.kernel_key, key=tk.key, dtypes=tk.dtypes, target=tk.target) == tk.digest
+    )
     assert tk.digest != TuningKey("k" * 64, '{"N":2}', "x:*fp32", "cuda:sm_90").digest
     # the stored keys of existing rows: sha256 of this JSON, compact, keys sorted
-    assert crud.stable_hash({"kernel": "k" * 64, "key": '{"N":1}', "dtypes": "x:*fp32", "target": "cuda:sm_90"}) == tk.digest
+    assert (
+        crud.stable_hash({"kernel": "k" * 64, "key": '{"N":1}', "dtypes": "x:*fp32", "target": "cuda:sm_90"})
+        == tk.digest
+    )
 
 
 def _calls(name: str, keyword: str | None = None) -> list[str]:
@@ -39,7 +44,10 @@ def _calls(name: str, keyword: str | None = None) -> list[str]:
     for part in ("compiler", "runtime", "server", "client", "tilec"):
         for path in sorted((ROOT / part).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name):
+                if not (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", getattr(node.func, "attr", None)) == name
+                ):
                     continue
                 if keyword is None or any(k.arg == keyword for k in node.keywords):
                     hits.append(str(path.relative_to(ROOT)))

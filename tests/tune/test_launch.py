@@ -295,7 +295,9 @@ def test_byte_budgets() -> None:
     with pytest.raises(LaunchDescriptionError) as info:
         launch(args, sig, LaunchBudgets(max_tensor_bytes=1 << 20))
     assert str(info.value) == "args.a: tensor of 67108864 bytes exceeds the limit of 1048576 bytes"
-    with pytest.raises(LaunchDescriptionError, match="134217728 bytes in all exceed the limit of 100000000") as info:
+    with pytest.raises(
+        LaunchDescriptionError, match="134217728 bytes in all exceed the limit of 100000000"
+    ) as info:
         launch(args, sig, LaunchBudgets(max_total_bytes=100_000_000))
     assert info.value.field == "args"
     with pytest.raises(LaunchDescriptionError, match="exceeds the limit of 4294967296"):

@@ -40,7 +40,9 @@ class SharedMemory:
     def reserve(self, nbytes: int) -> None:
         """`nbytes` from `base` are in use (no barrier implied: `claim` is reserve + the barrier rule)."""
         if nbytes > self.limit:
-            raise CompileError(f"cuda: needs {nbytes} bytes of shared memory, more than the {self.limit} a block has")
+            raise CompileError(
+                f"cuda: needs {nbytes} bytes of shared memory, more than the {self.limit} a block has"
+            )
         if self.base + nbytes > self.limit:
             raise CompileError(f"cuda: needs {self.base + nbytes} bytes of shared memory (a pipelined loop's ring "
                                f"takes {self.base}), more than the {self.limit} a block has")  # fmt: skip

@@ -90,7 +90,9 @@ def llir(module: Module, meta: dict) -> str:
     cg = meta["options"].cuda
     ll, info = lower_kernel(fn, _sm(meta), cg)
     meta.update(info)
-    return grid_constant_params(_with_attrs(str(ll), fn.name, info["threads_per_block"], cg.leave_occupancy_to_ptxas))
+    return grid_constant_params(
+        _with_attrs(str(ll), fn.name, info["threads_per_block"], cg.leave_occupancy_to_ptxas)
+    )
 
 
 def _with_attrs(text: str, name: str, threads: int, leave_occupancy_to_ptxas: bool) -> str:
