@@ -178,15 +178,26 @@ class JITKernel:
         bound, opts = self.bind(args, kwargs)
         target = select_target(list(bound.values()))
         if self.ks.autotune is not None and self.ks.autotune.configs:
-            self._run_autotuned(grid, bound, opts, target)
-            return
-        full = self.complete(bound)
-        art = self._run_once(grid, full, opts, target)
+            art, full = self._run_autotuned(grid, bound, opts, target)
+        else:
+            full = self.complete(bound)
+            art = self._run_once(grid, full, opts, target)
         if target.startswith("cuda"):
             from ._runtime_cuda import FastPath
 
-            self.__dict__.setdefault("_cuda_fast", FastPath(self.params))
+            self.__dict__.setdefault("_cuda_fast", FastPath(self.params, value_names=self.value_names()))
             self._cuda_fast.remember(args, kwargs, self.runtime_names(full), art, full)
+
+    def value_names(self) -> set[str]:
+        """The parameters whose values, not only their classes, choose what a launch runs: the autotune
+        key's (the tuned config is memoised per their values, as Triton's autotuner caches it) and every
+        parameter a heuristic names (its value is computed from them)."""
+        tuned = self.ks.autotune is not None and self.ks.autotune.configs
+        names = set(self.ks.autotune.key) if tuned else set()
+        params = {p.name for p in self.params}
+        for text in self.ks.heuristics.values():
+            names |= _named_in(text, params)
+        return names
 
     def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
         """One launch; `how` goes to artifact() (config, remote, tuned)."""
@@ -253,13 +264,17 @@ class JITKernel:
             "target": target,
         }
 
-    def _run_autotuned(self, grid: Any, bound: dict[str, Any], opts: dict, target: str) -> None:
+    def _run_autotuned(
+        self, grid: Any, bound: dict[str, Any], opts: dict, target: str
+    ) -> tuple[Artifact, dict[str, Any]]:
+        """Launch with the config chosen for this tuning key; the artifact launched and every argument."""
         key = self.tuning_key(bound)
         cfg = self.best_configs.get(key)
         if cfg is None:
             cfg = self._choose(grid, bound, opts, target, key)
         full, cfg_opts = self._config_args(bound, cfg)
-        self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
+        art = self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
+        return art, full
 
     def _choose(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> Any:
         """The config for a new tuning key: the server's shared result, else a local tune (published)."""
@@ -314,6 +329,17 @@ class JITKernel:
         self.best_configs[key] = best
         self.trials[key] = [(dict(c.kwargs), t) for c, t in timings]
         return best, timings
+
+
+def _named_in(heuristic: str, params: set[str]) -> set[str]:
+    """The parameters a heuristic's source names (as `args['N']`); all of them when it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(heuristic.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set(params)
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in params}
 
 
 def _wire_value(value: Any) -> bool:
