@@ -373,9 +373,17 @@ def _softmax(sem: Semantic, x: Any, ieee_rounding: Any = False) -> Tensor:
     return sem.truediv(num, reduce(sem, num, 0, "sum", keep_dims=True))
 
 
-@api("fdiv", "div_rn")
+@api("fdiv")
 def _fdiv(sem: Semantic, x: Any, y: Any, ieee_rounding: Any = False) -> Any:
     return sem.binop(ast.Div(), x, y)
+
+
+@api("div_rn")
+def _div_rn(sem: Semantic, x: Any, y: Any) -> Any:
+    """Correctly rounded division (Triton's precise_divf), where `/` may approximate."""
+    if is_const(x) and is_const(y):
+        return sem.binop(ast.Div(), x, y)
+    return sem.truediv(x, y, precise=True)
 
 
 @api("log1p")

@@ -47,6 +47,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)
         self.module.triple = "nvptx64-nvidia-cuda"
+        # libdevice's flush-to-zero paths, as Triton links it (nvvm-reflect-ftz = 1; flag behaviour 4: override)
+        ftz = self.module.add_metadata([ir.Constant(ops.I32, 4), "nvvm-reflect-ftz", ir.Constant(ops.I32, 1)])
+        self.module.add_named_metadata("llvm.module.flags", ftz)
         self.scopes: list[dict] = [{}]
         self.smem_bytes = 0
         self.smem_base = 0  # scratch starts here: below it lie the rings of pipelined loops

@@ -5,6 +5,7 @@ bf16 values live in f32 registers (the interpreter's semantics: rounding happens
 f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does (exp2 flushes subnormals, as
 Triton's libdevice exp2f under FTZ does: ex2.approx.ftz, one instruction where the non-ftz form adds a
 scale and fix-up around it), the rest call libdevice.
+f32 `/` is div.full.f32 and tl.math.div_rn div.rn.f32 (Triton's FDiv and PreciseDivF lowerings).
 Float add, sub and mul (not bf16, which rounds after each op) carry LLVM's `contract` flag, so a multiply
 feeding an add becomes one fma as under Triton's default enable_fp_fusion (without it the backend writes
 mul.rn/add.rn, which ptxas may not fuse either).
@@ -132,10 +133,17 @@ def _imaxmin(b, t, x, y, is_max: bool):
     return b.select(cmp(">" if is_max else "<", x, y), x, y)
 
 
-def _div(b, t, x, y):
-    if t.is_float:
+def _div(b, t, x, y, precise: bool = False):
+    """Float division as Triton compiles it: f32 (bf16 and f16 computed in f32) `/` is div.full.f32, its
+    full-range approximation (2 ulp); `precise` (tl.math.div_rn) is div.rn.f32; f64 is div.rn.f64."""
+    if not t.is_float:
+        return b.sdiv(x, y) if t.is_signed else b.udiv(x, y)
+    if x.type == F64:
         return b.fdiv(x, y)
-    return b.sdiv(x, y) if t.is_signed else b.udiv(x, y)
+    if x.type == F16:
+        return b.fptrunc(_div(b, t, b.fpext(x, F32), b.fpext(y, F32), precise), F16)
+    fn = intrinsic(b.module, "llvm.nvvm.div.rn.f" if precise else "llvm.nvvm.div.full", F32, [F32, F32])
+    return b.call(fn, [x, y])
 
 
 def _rem(b, t, x, y):
@@ -158,7 +166,7 @@ def binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs: dict):
     elif name == "mul":
         r = b.fmul(x, y, flags=fl) if f else b.mul(x, y)
     elif name == "div":
-        r = _div(b, t, x, y)
+        r = _div(b, t, x, y, attrs.get("precise", False))
     elif name == "rem":
         r = _rem(b, t, x, y)
     elif name == "and":
