@@ -44,8 +44,24 @@ TRI = _module()
 TEXT = SRC.read_text()
 
 
+LAST: dict[str, tuple] = {}  # kernel name -> (Triton's, tilec's) of the last case that made them
+
+
 def pair(name: str):
-    return getattr(TRI, name), client.jit(TEXT, name)
+    LAST[name] = (getattr(TRI, name), client.jit(TEXT, name))
+    return LAST[name]
+
+
+def assembly(name: str, ret) -> dict:
+    """The PTX both sides built for `name` (Triton's from the compiled kernel its launch returned)."""
+    out = {}
+    asm = getattr(ret, "asm", None)
+    if asm is not None:
+        out["triton"] = asm.get("ptx")
+    til = LAST.get(name, (None, None))[1]
+    if til is not None and til.cache:
+        out["tilec"] = next(iter(til.cache.values())).ptx
+    return out
 
 
 def bench(fn) -> float:
@@ -209,6 +225,13 @@ def case_cross_entropy(q):
     return outs, torch.nn.functional.cross_entropy(x.float(), t, reduction="none")
 
 
+KERNEL_OF = {
+    "case_add": ("add_kernel",), "case_softmax": ("softmax_kernel",), "case_dropout": ("dropout_kernel",),
+    "case_quantize": ("quantize_rows",), "case_layer_norm": ("layer_norm_fwd",), "case_matmul": ("matmul_kernel",),
+    "case_bmm": ("bmm_kernel",), "case_gelu_bf16": ("gelu_bf16",), "case_cumsum": ("cumsum_rows",),
+    "case_sort": ("sort_rows",), "case_gather": ("gather_rows",), "case_cross_entropy": ("cross_entropy_fwd",),
+}  # fmt: skip
+
 CASES = {
     "tutorial vector add fp32": case_add,
     "tutorial softmax fp32 (n=1000)": case_softmax,
@@ -225,6 +248,9 @@ CASES = {
 }
 
 
+PTX: dict[str, dict] = {}  # kernel row -> {side: PTX}, written with --dump
+
+
 def run_case(name: str, make, q: bool) -> dict:
     row = {"kernel": name}
     try:
@@ -232,14 +258,20 @@ def run_case(name: str, make, q: bool) -> dict:
     except Exception as exc:  # noqa: BLE001 - the table shows the failure, the bench goes on
         return {**row, "error": f"setup {type(exc).__name__}: {str(exc)[:300]}"}
     got = {}
+    kernel = make.__name__
     for side, (fn, out) in outs.items():
         try:
-            fn()
+            ret = fn()
+            if side == "triton":
+                PTX[name] = {"triton_ret": ret}
             torch.cuda.synchronize()
             got[side] = out.clone()
             row[f"{side}_ms"] = bench(fn)
         except Exception as exc:  # noqa: BLE001
             row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    names = [n for n in LAST if n in KERNEL_OF.get(kernel, ())]
+    if name in PTX and names:
+        PTX[name] = assembly(names[0], PTX[name].pop("triton_ret"))
     if "triton" in got and "tilec" in got:
         want = ref if ref is not None else got["triton"]
         a, b = got["tilec"].double(), want.double()
@@ -317,6 +349,24 @@ def launch_rows() -> list[dict]:
         row["ratio"] = row["triton_ms"] / row["tilec_ms"]
     rows.append(row)
     return rows
+
+
+def profile_compiled() -> None:
+    """Where the host time of a warm torch.compile'd call under tilec goes (cProfile, top functions)."""
+    import cProfile
+    import pstats
+
+    x = torch.randn(1024, device="cuda")
+    fn = compiled(lambda a: a * 3.0 - 1.0, ())["tilec"]
+    fn(x)
+    torch.cuda.synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2000):
+        fn(x)
+    prof.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 def compiled(fn, options) -> dict:
@@ -400,6 +450,8 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default=None, help="run the kernel rows whose name contains this")
     ap.add_argument("--budget-s", type=float, default=420.0)
+    ap.add_argument("--dump", default=None, help="write both sides' PTX of the kernel rows to this JSON file")
+    ap.add_argument("--profile", action="store_true", help="profile tilec's torch.compile'd one-kernel call")
     args = ap.parse_args()
     start = time.perf_counter()
     sys.path.insert(0, str(ROOT / "bench"))
@@ -422,6 +474,12 @@ def main() -> None:
             for r in got:
                 print(json.dumps(r), flush=True)
             rows += got
+    if args.dump:
+        Path(args.dump).write_text(
+            json.dumps({k: v for k, v in PTX.items() if "triton_ret" not in v}, indent=1)
+        )
+    if args.profile:
+        profile_compiled()
     gpu = torch.cuda.get_device_name()
     text = table(rows)
     print(

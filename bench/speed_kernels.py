@@ -138,6 +138,26 @@ def matmul_configs():
     ]
 
 
+def bmm_configs():
+    return [
+        triton.Config(
+            {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
+            num_stages=4,
+            num_warps=4,
+        ),
+        triton.Config(
+            {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
+            num_stages=4,
+            num_warps=4,
+        ),
+        triton.Config(
+            {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
+            num_stages=4,
+            num_warps=4,
+        ),
+    ]
+
+
 @triton.autotune(configs=matmul_configs(), key=["M", "N", "K"])
 @triton.jit
 def matmul_kernel(
@@ -187,7 +207,7 @@ def matmul_kernel(
     tl.store(c_ptrs, c, mask=c_mask)
 
 
-@triton.autotune(configs=matmul_configs()[1:], key=["M", "N", "K"])
+@triton.autotune(configs=bmm_configs(), key=["M", "N", "K"])
 @triton.jit
 def bmm_kernel(
     a_ptr,

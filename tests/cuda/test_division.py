@@ -26,7 +26,7 @@ import triton.language as tl
 
 @triton.jit
 def quot(X, Y, Out, Precise, BLOCK: tl.constexpr):
-    i = tl.arange(0, BLOCK)
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(X + i)
     y = tl.load(Y + i)
     tl.store(Out + i, x / y)
