@@ -305,6 +305,13 @@ for _name, _op in MATH_UNARY.items():
     LIB[_name] = _math1(_op)
 
 
+@api("sqrt_rn")
+def _sqrt_rn(sem: Semantic, x: Any, **_: Any) -> Tensor:
+    """Correctly rounded square root (Triton's precise_sqrt), where tl.sqrt may approximate."""
+    t = _float_operand(sem, x, "tl.sqrt_rn")
+    return Tensor(sem.b.op1("sqrt", [t.value], t.value.type, precise=True))
+
+
 @api("abs")
 def _abs(sem: Semantic, x: Any) -> Any:
     if is_const(x):

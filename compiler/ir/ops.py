@@ -7,7 +7,8 @@ Semantics (the reference interpreter, compiler/interp, is the executable stateme
   sign of the dividend (C and Triton); division by zero is undefined (the interpreter yields 0).
   On floats `div` is IEEE division and `rem` is C fmod. A target may compute an f32 `div` without
   `precise = true` as Triton's `/` does (cuda: div.full.f32, within 2 ulp); with it (tl.math.div_rn) the
-  quotient is correctly rounded everywhere.
+  quotient is correctly rounded everywhere. Likewise `sqrt` (tl.sqrt may approximate; `precise = true`,
+  tl.math.sqrt_rn, is correctly rounded).
 - `shr` is arithmetic on signed and logical on unsigned types; shift amounts >= bits are undefined.
 - `maximum`/`minimum` (and the max/min reductions): with `propagate_nan = false` (the default, as
   tl.maximum) a NaN operand loses to a number (IEEE maxNum); with `propagate_nan = true` NaN wins.
@@ -487,7 +488,7 @@ _op("cmp", 2, attrs={"pred": str}, traits=E, verify=_cmp)
 _op("select", 3, traits=E, verify=_select)
 MATH_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "floor", "ceil", "erf")
 for _n in MATH_UNARY:
-    _op(_n, 1, traits=E, verify=_float_unary)
+    _op(_n, 1, optional={"precise": bool} if _n == "sqrt" else None, traits=E, verify=_float_unary)
 _op("neg", 1, traits=E, verify=_num_elementwise)
 _op("abs", 1, traits=E, verify=_num_elementwise)
 _op("fma", 3, traits=E, verify=_float_unary)

@@ -1,7 +1,8 @@
-"""Float division and libdevice as Triton compiles them, checked in the PTX (assembled by ptxas) without a
-GPU: f32 `/` is div.full.f32 (Triton's default), tl.math.div_rn is div.rn.f32, f64 `/` div.rn.f64, fp16 and
-bf16 operands divide in f32 (Triton's promotion for `/` and `%`); libdevice is linked with its
-flush-to-zero paths (nvvm-reflect-ftz, as Triton sets it). The interpreter and the cpu target agree on the
+"""Float division, square roots, logs and libdevice as Triton compiles them, checked in the PTX (assembled by
+ptxas) without a GPU: f32 `/` is div.full.f32 (Triton's default), tl.math.div_rn is div.rn.f32, f64 `/`
+div.rn.f64, fp16 and bf16 operands divide in f32 (Triton's promotion for `/` and `%`); libdevice is linked
+with its flush-to-zero paths (nvvm-reflect-ftz, as Triton sets it), and the math ops Triton leaves to
+libdevice (sqrt, log, log2, ...) go there too. The interpreter and the cpu target agree on the
 quotients (correctly rounded there; div.full is within 2 ulp on the GPU, tests/cuda/test_division_gpu.py)."""
 
 from __future__ import annotations
@@ -103,3 +104,44 @@ def test_interpreter_and_cpu_agree_on_quotients() -> None:
     run_kernel(mod, "quot", host, (1, 1, 1))
     np.testing.assert_array_equal(host[2], want)
     np.testing.assert_array_equal(host[3], want)
+
+
+MATH = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(X, Out, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + i)
+    tl.store(Out + i, OP)
+"""
+
+# Triton's lowering of each (f32): exp is ex2.approx of x * log2(e), sqrt_rn is sqrt.rn, the rest libdevice
+# under flush-to-zero (sqrt: sqrt.approx.ftz; exp2: ex2.approx.ftz; log, log2: libdevice's polynomials)
+MATH_PTX = {
+    "tl.sqrt(x)": (["sqrt.approx.ftz.f32"], ["sqrt.rn"]),
+    "tl.math.sqrt_rn(x)": (["sqrt.rn.f32"], ["sqrt.approx"]),
+    "tl.exp(x)": (["ex2.approx.f32"], ["ex2.approx.ftz"]),
+    "tl.exp2(x)": (["ex2.approx.ftz.f32"], []),
+    "tl.log(x)": (["fma.rn.ftz.f32"], ["lg2.approx"]),
+    "tl.log2(x)": (["fma.rn.ftz.f32"], ["lg2.approx"]),
+    "tl.math.rsqrt(x)": (["rsqrt.approx.ftz.f32"], []),
+}
+
+
+@pytest.mark.parametrize("expr", list(MATH_PTX))
+def test_math_lowers_as_triton_does(expr: str) -> None:
+    text = ptx(MATH.replace("OP", expr), "k", {"X": "*fp32", "Out": "*fp32"})
+    present, absent = MATH_PTX[expr]
+    assert all(p in text for p in present), [p for p in present if p not in text]
+    assert not any(a in text for a in absent), [a for a in absent if a in text]
+
+
+def test_sqrt_rn_is_a_precise_sqrt_that_round_trips() -> None:
+    src = MATH.replace("OP", "tl.math.sqrt_rn(x) + tl.sqrt(x)")
+    text = print_module(build_ir(read_kernel(src, "k"), {"X": "*fp32", "Out": "*fp32"}, {"BLOCK": 128}))
+    assert re.search(r"= sqrt %\d+ \{precise = true\} : tile<128xf32>", text)
+    assert re.search(r"= sqrt %\d+ : tile<128xf32>", text)
+    assert print_module(parse_module(text)) == text

@@ -63,3 +63,36 @@ def test_quotients_are_tritons_bits(dtype: str, tmp_path) -> None:
         nan = torch.isnan(want.view(torch.float32))
         assert torch.equal(torch.isnan(got.view(torch.float32)), nan), what
         assert torch.equal(got[~nan], want[~nan]), f"{what}: {int((got != want).sum())} quotients differ"
+
+
+@pytest.mark.parametrize("expr", ["tl.sqrt(x)", "tl.math.sqrt_rn(x)", "tl.exp(x)", "tl.exp2(x)", "tl.log(x)",
+                                  "tl.log2(x)", "tl.math.rsqrt(x)", "tl.sin(x)", "tl.cos(x)", "tl.math.tanh(x)",
+                                  "tl.math.erf(x)"])  # fmt: skip
+def test_math_is_tritons_bits(expr: str, tmp_path) -> None:
+    import torch
+
+    from tests.cuda.test_division import MATH
+
+    src = MATH.replace("OP", expr)
+    path = tmp_path / "math_kernel.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("math_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    g = torch.Generator(device="cuda").manual_seed(11)
+    n = 1 << 16
+    x = torch.rand(n, device="cuda", generator=g) * torch.exp2(
+        torch.randint(-20, 20, (n,), device="cuda", generator=g).float()
+    )
+    x[:6] = torch.tensor([1e-39, 0.0, 1.0, 2.0, float("inf"), 1e-45], device="cuda")
+    outs = []
+    for k in (mod.k, client.jit(src, "k")):
+        out = torch.empty_like(x)
+        k[(n // 128,)](x, out, BLOCK=128)
+        torch.cuda.synchronize()
+        outs.append(out)
+    want, got = outs
+    nan = torch.isnan(want)
+    assert torch.equal(torch.isnan(got), nan)
+    differ = int((got.view(torch.int32) != want.view(torch.int32))[~nan].sum())
+    assert differ == 0, f"{expr}: {differ} of {n} results differ from Triton's"

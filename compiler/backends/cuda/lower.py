@@ -314,7 +314,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         if len(xs) == 2:
             return ops.binary(b, name, e, xs[0], xs[1], op.attrs)
         if len(xs) == 1:
-            return ops.unary(b, name, e, xs[0])
+            return ops.unary(b, name, e, xs[0], op.attrs)
         raise CompileError(f"cuda: no lowering for '{name}'")
 
     # ---- blocks and ops ------------------------------------------------------------------------

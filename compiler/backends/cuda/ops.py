@@ -2,9 +2,9 @@
 
 Tiles are lowered register by register through these tables (compiler/backends/cuda/lower.py).
 bf16 values live in f32 registers (the interpreter's semantics: rounding happens on store and cast);
-f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does (exp2 flushes subnormals, as
+f32 exp and exp2 use the PTX approximate instructions as Triton does (exp2 flushes subnormals, as
 Triton's libdevice exp2f under FTZ does: ex2.approx.ftz, one instruction where the non-ftz form adds a
-scale and fix-up around it), the rest call libdevice.
+scale and fix-up around it), the rest call libdevice with its flush-to-zero paths, as Triton links it.
 f32 `/` is div.full.f32 and tl.math.div_rn div.rn.f32 (Triton's FDiv and PreciseDivF lowerings).
 Float add, sub and mul (not bf16, which rounds after each op) carry LLVM's `contract` flag, so a multiply
 feeding an add becomes one fma as under Triton's default enable_fp_fusion (without it the backend writes
@@ -26,7 +26,6 @@ F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 GPTR = ir.PointerType(addrspace=1)
 SPTR = ir.PointerType(addrspace=3)
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 
 
 def reg_type(t) -> ir.Type:
@@ -228,7 +227,7 @@ def _approx(b: ir.IRBuilder, intr: str, x):
     return b.call(fn, [x])
 
 
-def unary(b: ir.IRBuilder, name: str, t: ScalarType, x):
+def unary(b: ir.IRBuilder, name: str, t: ScalarType, x, attrs: dict | None = None):
     if name == "neg":
         return b.fneg(x) if t.is_float else b.sub(ir.Constant(x.type, 0), x)
     if name == "abs":
@@ -239,22 +238,21 @@ def unary(b: ir.IRBuilder, name: str, t: ScalarType, x):
         return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
     if not t.is_float:
         raise CompileError(f"cuda: '{name}' needs a float operand")
-    r = _math(b, name, t, x)
+    r = _math(b, name, t, x, bool((attrs or {}).get("precise", False)))
     return round_bf16(b, r) if t.name == "bf16" else r
 
 
-def _math(b: ir.IRBuilder, name: str, t: ScalarType, x):
+def _math(b: ir.IRBuilder, name: str, t: ScalarType, x, precise: bool = False):
+    """As Triton lowers math: f32 exp is ex2.approx of x * log2(e) (its ExpOpConversionApprox), a precise
+    sqrt (tl.math.sqrt_rn) is sqrt.rn; the rest are libdevice's functions, linked with flush-to-zero
+    (f32 sqrt is then sqrt.approx.ftz.f32, exp2 ex2.approx.ftz.f32, log and log2 libdevice's own)."""
     if x.type == F32:
         if name == "exp":
             return _approx(b, "llvm.nvvm.ex2.approx.f", b.fmul(x, ir.Constant(F32, LOG2E)))
         if name == "exp2":
             return _approx(b, "llvm.nvvm.ex2.approx.ftz.f" if EX2_FTZ else "llvm.nvvm.ex2.approx.f", x)
-        if name == "log2":
-            return _approx(b, "llvm.nvvm.lg2.approx.f", x)
-        if name == "log":
-            return b.fmul(_approx(b, "llvm.nvvm.lg2.approx.f", x), ir.Constant(F32, LN2))
-        if name == "sqrt":
-            return call_intr(b, "llvm.sqrt", x)
+    if name == "sqrt" and (precise or x.type == F64):
+        return call_intr(b, "llvm.sqrt", x)
     if name in ("floor", "ceil"):
         return call_intr(b, f"llvm.{name}", x)
     return libm(b, t, name, x)
