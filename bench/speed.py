@@ -270,6 +270,13 @@ def run_case(name: str, make, q: bool) -> dict:
         except Exception as exc:  # noqa: BLE001
             row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     names = [n for n in LAST if n in KERNEL_OF.get(kernel, ())]
+    if names:
+        tri, til = LAST[names[0]]
+        if getattr(tri, "best_config", None) is not None:
+            row["triton_config"] = str(tri.best_config)
+        if til.best_configs:
+            c = next(iter(til.best_configs.values()))
+            row["tilec_config"] = f"{dict(c.kwargs)} w{c.num_warps} s{c.num_stages}"
     if name in PTX and names:
         PTX[name] = assembly(names[0], PTX[name].pop("triton_ret"))
     if "triton" in got and "tilec" in got:
@@ -305,17 +312,31 @@ def project_rows(q: bool) -> list[dict]:
 # ---- launch overhead and torch.compile ----------------------------------------------------------------
 
 
-def per_call_ms(fn, reps: int = 3000, rounds: int = 5) -> float:
-    """Host time per call (median of rounds), the device synchronised between rounds."""
-    times = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
+def side_by_side(row: dict, fns: dict, reps: int = 2000, rounds: int = 7) -> dict:
+    """Host time per call of each side's `fn`, rounds alternating between the sides (drift in the host's
+    speed falls on both), the fastest round of each (other work on the host only adds time)."""
+    ok = {}
+    for side, fn in fns.items():
+        try:
             fn()
-        times.append((time.perf_counter() - t0) / reps * 1e3)
-        torch.cuda.synchronize()
-    return sorted(times)[len(times) // 2]
+            torch.cuda.synchronize()
+            ok[side] = fn
+        except Exception as exc:  # noqa: BLE001
+            row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    best = dict.fromkeys(ok, math.inf)
+    for _ in range(rounds):
+        for side, fn in ok.items():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            best[side] = min(best[side], (time.perf_counter() - t0) / reps * 1e3)
+            torch.cuda.synchronize()
+    for side, ms in best.items():
+        row[f"{side}_ms"] = ms
+    if "triton_ms" in row and "tilec_ms" in row:
+        row["ratio"] = row["triton_ms"] / row["tilec_ms"]
+    return row
 
 
 def launch_rows() -> list[dict]:
@@ -327,27 +348,14 @@ def launch_rows() -> list[dict]:
         ("autotuned", "add_tuned", lambda k: k[lambda meta: (cdiv(n, meta["BLOCK_SIZE"]),)](x, y, o, n)),
     ):
         row = {"kernel": f"launch overhead: {label} (host ms per call)"}
-        for side, k in zip(("triton", "tilec"), pair(name), strict=True):
-            try:
-                call(k)
-                torch.cuda.synchronize()
-                row[f"{side}_ms"] = per_call_ms(lambda k=k, call=call: call(k))
-            except Exception as exc:  # noqa: BLE001
-                row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        if "triton_ms" in row and "tilec_ms" in row:
-            row["ratio"] = row["triton_ms"] / row["tilec_ms"]
-        rows.append(row)
+        fns = {
+            side: (lambda k=k, call=call: call(k))
+            for side, k in zip(("triton", "tilec"), pair(name), strict=True)
+        }
+        rows.append(side_by_side(row, fns))
     row = {"kernel": "launch overhead: torch.compile 1 kernel (host ms per call; Inductor default)"}
-    for side, fn in compiled(lambda a: a * 2.0 + 1.0, ()).items():
-        try:
-            fn(x)
-            torch.cuda.synchronize()
-            row[f"{side}_ms"] = per_call_ms(lambda fn=fn: fn(x))
-        except Exception as exc:  # noqa: BLE001
-            row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    if "triton_ms" in row and "tilec_ms" in row:
-        row["ratio"] = row["triton_ms"] / row["tilec_ms"]
-    rows.append(row)
+    fns = {side: (lambda fn=fn: fn(x)) for side, fn in compiled(lambda a: a * 2.0 + 1.0, ()).items()}
+    rows.append(side_by_side(row, fns))
     return rows
 
 
@@ -398,16 +406,11 @@ def model_rows(deadline: float) -> list[dict]:
             continue
         model = by_name(name)
         inputs = [t.cuda() for t in make_inputs(model, seed=3)]
-        for side, fn in compiled(model.fn, model.options).items():
-            try:
-                fn(*inputs)
-                torch.cuda.synchronize()
-                row[f"{side}_ms"] = per_call_ms(lambda fn=fn, inputs=inputs: fn(*inputs), reps=500)
-            except Exception as exc:  # noqa: BLE001
-                row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        if "triton_ms" in row and "tilec_ms" in row:
-            row["ratio"] = row["triton_ms"] / row["tilec_ms"]
-        rows.append(row)
+        fns = {
+            side: (lambda fn=fn, inputs=inputs: fn(*inputs))
+            for side, fn in compiled(model.fn, model.options).items()
+        }
+        rows.append(side_by_side(row, fns, reps=500))
     return rows
 
 
@@ -434,6 +437,11 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"geometric mean of {len(ratios)} ratios: {geo:.3f}   worst: {worst['ratio']:.3f} ({worst['kernel']})"
         )
+    for r in rows:
+        if "triton_config" in r or "tilec_config" in r:
+            lines.append(
+                f"config chosen, {r['kernel']}: Triton {r.get('triton_config')}; tilec {r.get('tilec_config')}"
+            )
     missing = [r["kernel"] for r in rows if not r.get("ratio")]
     if missing:
         lines.append(f"rows without a ratio (failed or not run): {len(missing)}")

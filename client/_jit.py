@@ -314,16 +314,11 @@ class JITKernel:
         timings = []
         for cfg in spec.configs:
             full, cfg_opts = self._config_args(bound, cfg)
-            times = []
-            for trial in range(_TRIALS + 1):  # the first run compiles and is not timed
-                _zero(zero)
-                t0 = time.perf_counter()
+
+            def trial(full=full, cfg_opts=cfg_opts) -> None:
                 self._run_once(grid, full, {**cfg_opts, **opts}, target, remote=False)  # trials build here
-                _synchronize(target)
-                if trial:
-                    times.append(time.perf_counter() - t0)
-                _restore(saved.values())
-            timings.append((cfg, sorted(times)[len(times) // 2]))
+
+            timings.append((cfg, _time_config(trial, target, zero, saved.values())))
         _zero(zero)
         best = min(timings, key=lambda t: t[1])[0]
         self.best_configs[key] = best
@@ -340,6 +335,62 @@ def _named_in(heuristic: str, params: set[str]) -> set[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set(params)
     return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in params}
+
+
+def _time_config(
+    trial: Callable[[], None], target: str, zero: list[Any], saved: Iterable[tuple[Any, Any]]
+) -> float:
+    """Seconds one run of `trial` takes: the first run compiles and is not timed; every array is restored
+    after each run (after the batch, on the GPU), reset_to_zero's zeroed before each."""
+    _zero(zero)
+    trial()
+    _synchronize(target)
+    _restore(saved)
+    if target.startswith("cuda"):
+        gpu = _cuda_time(trial, zero)
+        if gpu is not None:
+            _restore(saved)
+            return gpu
+    times = []
+    for _ in range(_TRIALS):
+        _zero(zero)
+        t0 = time.perf_counter()
+        trial()
+        _synchronize(target)
+        times.append(time.perf_counter() - t0)
+        _restore(saved)
+    return sorted(times)[len(times) // 2]
+
+
+_CUDA_REPS = 10
+_SPIN_CYCLES = 20_000_000  # ~10 ms of GPU clock: the launches of a batch queue up behind it
+_L2_FLUSH_BYTES = 256 << 20
+
+
+def _cuda_time(trial: Callable[[], None], zero: list[Any]) -> float | None:
+    """The median GPU time of `trial` over _CUDA_REPS runs, as Triton's do_bench takes it (CUDA events around
+    each run, the L2 flushed between runs), not counting the host's launch path: the GPU spins first while
+    the host queues every run. None without torch (the events and the spin are torch's)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    flush = torch.empty(_L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(_CUDA_REPS)
+    ]
+    torch.cuda.synchronize()
+    torch.cuda._sleep(_SPIN_CYCLES)
+    for start, end in events:
+        flush.zero_()
+        _zero(zero)
+        start.record()
+        trial()
+        end.record()
+    torch.cuda.synchronize()
+    ms = sorted(start.elapsed_time(end) for start, end in events)
+    return ms[len(ms) // 2] / 1e3
 
 
 def _wire_value(value: Any) -> bool:

@@ -50,3 +50,19 @@ def test_heuristics_follow_each_value() -> None:
         k[_grid](x, out, n, BLOCK=1024)
         torch.cuda.synchronize()
         torch.testing.assert_close(out, x + (1.0 if n % 1024 == 0 else 2.0), rtol=0, atol=0)
+
+
+def test_autotune_times_the_gpu_not_the_host_path() -> None:
+    """Configs are timed as Triton's do_bench times them (CUDA events around each run, queued behind a spin):
+    a one-block kernel's trial is a few microseconds of GPU time, not the full host launch path (hundreds of
+    microseconds), which hid the configs' differences from the choice."""
+    import torch
+
+    k = client.jit(AUTOTUNED, "add_tuned")
+    x, y = torch.randn(64, device="cuda"), torch.randn(64, device="cuda")
+    out = torch.empty_like(x)
+    k[_grid](x, y, out, 64)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    (trials,) = k.trials.values()
+    assert len(trials) == 2 and all(0 < t < 30e-6 for _, t in trials), trials
