@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script a device call runs (from the repo root): environment facts, then the GPU tests and/or the
 # benchmark side by side with Triton. Logs go to $OUT (or ./gpu_out).
-# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention|hopper] [quick]   (one stage per call keeps a call under 10 minutes)
+# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention|hopper|inductor|speed] [quick]   (one stage per call keeps a call under 10 minutes)
 set -uo pipefail
 stage=${1:-all}; quick=${2:-}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -67,4 +67,13 @@ if [ "$stage" = inductor ]; then
     | grep -v -i warn | tee "$OUT/corpus.log" | grep -E "^[a-z_]+ +[0-9.]+ s|models|FAILED"
   timeout 480 python3 bench/inductor_cold.py --runs 1 --budget-s 380 --json "$OUT/inductor.json" 2>&1 | tee "$OUT/inductor.log" \
     | grep -v -i warn | tail -60
+fi
+if [ "$stage" = speed ]; then
+  # issue 24's table: tutorial-style kernels, the project's own, launch overhead (plain, autotuned, Inductor)
+  # and torch.compile models per call, Triton/Inductor and tilec side by side (bench/speed.py); then the GPU
+  # tests of warm launches and of division against Triton's bits
+  timeout 450 python3 bench/speed.py ${quick:+--quick} --budget-s 330 --json "$OUT/speed.json" --dump "$OUT/speed_ptx.json" --profile 2>&1 | tee "$OUT/speed.log" \
+    | grep -v -i warn | tail -45
+  timeout 60 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+    tests/cuda/test_launch_gpu.py tests/cuda/test_division_gpu.py 2>&1 | tee "$OUT/speed_tests.log" | tail -8
 fi

@@ -2,9 +2,10 @@
 
 Each call binds arguments to parameters, specialises (dtypes, constexprs, hints) and reuses the compiled
 artifact for that specialisation from an in-memory cache. Autotuned kernels time their configs on the
-actual arguments (restoring every array between trials) and keep the winner per autotune key. With a
-server (`jit(..., server=)` or TILEC_URL), an autotuned kernel reads the shared tuning result first and
-only tunes on a miss, then publishes what it measured: every rank of a job launches the same config.
+actual arguments (restoring every array between trials; on cuda with CUDA events as Triton's do_bench)
+and keep the winner per autotune key; a warm launch of either kind is a FastPath hit
+(client/_runtime_cuda.py). With a server (`jit(..., server=)` or TILEC_URL), an autotuned kernel reads the
+shared tuning result first and only tunes on a miss, then publishes what it measured: every rank of a job launches the same config.
 
 With a server (client/_shared.py), every build (a plain kernel's specialisation, an autotuned kernel's chosen config) comes
 from the local disk cache when it holds it (no network call), else from the server (POST /v1/compile, or
@@ -178,15 +179,26 @@ class JITKernel:
         bound, opts = self.bind(args, kwargs)
         target = select_target(list(bound.values()))
         if self.ks.autotune is not None and self.ks.autotune.configs:
-            self._run_autotuned(grid, bound, opts, target)
-            return
-        full = self.complete(bound)
-        art = self._run_once(grid, full, opts, target)
+            art, full = self._run_autotuned(grid, bound, opts, target)
+        else:
+            full = self.complete(bound)
+            art = self._run_once(grid, full, opts, target)
         if target.startswith("cuda"):
             from tilec.runtime.cuda import FastPath
 
-            self.__dict__.setdefault("_cuda_fast", FastPath(self.params))
+            self.__dict__.setdefault("_cuda_fast", FastPath(self.params, value_names=self.value_names()))
             self._cuda_fast.remember(args, kwargs, self.runtime_names(full), art, full)
+
+    def value_names(self) -> set[str]:
+        """The parameters whose values, not only their classes, choose what a launch runs: the autotune
+        key's (the tuned config is memoised per their values, as Triton's autotuner caches it) and every
+        parameter a heuristic names (its value is computed from them)."""
+        tuned = self.ks.autotune is not None and self.ks.autotune.configs
+        names = set(self.ks.autotune.key) if tuned else set()
+        params = {p.name for p in self.params}
+        for text in self.ks.heuristics.values():
+            names |= _named_in(text, params)
+        return names
 
     def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
         """One launch; `how` goes to artifact() (config, remote, tuned)."""
@@ -248,13 +260,17 @@ class JITKernel:
                         value=lambda n: _key_value(bound[n], types[n]), target=target)  # fmt: skip
         return {"kernel_key": tk.kernel_key, "key": tk.key, "dtypes": tk.dtypes, "target": tk.target}
 
-    def _run_autotuned(self, grid: Any, bound: dict[str, Any], opts: dict, target: str) -> None:
+    def _run_autotuned(
+        self, grid: Any, bound: dict[str, Any], opts: dict, target: str
+    ) -> tuple[Artifact, dict[str, Any]]:
+        """Launch with the config chosen for this tuning key; the artifact launched and every argument."""
         key = self.tuning_key(bound)
         cfg = self.best_configs.get(key)
         if cfg is None:
             cfg = self._choose(grid, bound, opts, target, key)
         full, cfg_opts = self._config_args(bound, cfg)
-        self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
+        art = self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
+        return art, full
 
     def _choose(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> Any:
         """The config for a new tuning key: the server's shared result, else a local tune (published)."""
@@ -294,21 +310,83 @@ class JITKernel:
         timings = []
         for cfg in spec.configs:
             full, cfg_opts = self._config_args(bound, cfg)
-            times = []
-            for trial in range(_TRIALS + 1):  # the first run compiles and is not timed
-                _zero(zero)
-                t0 = time.perf_counter()
+
+            def trial(full=full, cfg_opts=cfg_opts) -> None:
                 self._run_once(grid, full, {**cfg_opts, **opts}, target, remote=False)  # trials build here
-                _synchronize(target)
-                if trial:
-                    times.append(time.perf_counter() - t0)
-                _restore(saved.values())
-            timings.append((cfg, sorted(times)[len(times) // 2]))
+
+            timings.append((cfg, _time_config(trial, target, zero, saved.values())))
         _zero(zero)
         best = min(timings, key=lambda t: t[1])[0]
         self.best_configs[key] = best
         self.trials[key] = [(dict(c.kwargs), t) for c, t in timings]
         return best, timings
+
+
+def _named_in(heuristic: str, params: set[str]) -> set[str]:
+    """The parameters a heuristic's source names (as `args['N']`); all of them when it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(heuristic.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set(params)
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in params}
+
+
+def _time_config(
+    trial: Callable[[], None], target: str, zero: list[Any], saved: Iterable[tuple[Any, Any]]
+) -> float:
+    """Seconds one run of `trial` takes: the first run compiles and is not timed; every array is restored
+    after each run (after the batch, on the GPU), reset_to_zero's zeroed before each."""
+    _zero(zero)
+    trial()
+    _synchronize(target)
+    _restore(saved)
+    if target.startswith("cuda"):
+        gpu = _cuda_time(trial, zero)
+        if gpu is not None:
+            _restore(saved)
+            return gpu
+    times = []
+    for _ in range(_TRIALS):
+        _zero(zero)
+        t0 = time.perf_counter()
+        trial()
+        _synchronize(target)
+        times.append(time.perf_counter() - t0)
+        _restore(saved)
+    return sorted(times)[len(times) // 2]
+
+
+_CUDA_REPS = 10
+_SPIN_CYCLES = 20_000_000  # ~10 ms of GPU clock: the launches of a batch queue up behind it
+_L2_FLUSH_BYTES = 256 << 20
+
+
+def _cuda_time(trial: Callable[[], None], zero: list[Any]) -> float | None:
+    """The median GPU time of `trial` over _CUDA_REPS runs, as Triton's do_bench takes it (CUDA events around
+    each run, the L2 flushed between runs), not counting the host's launch path: the GPU spins first while
+    the host queues every run. None without torch (the events and the spin are torch's)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    flush = torch.empty(_L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(_CUDA_REPS)
+    ]
+    torch.cuda.synchronize()
+    torch.cuda._sleep(_SPIN_CYCLES)
+    for start, end in events:
+        flush.zero_()
+        _zero(zero)
+        start.record()
+        trial()
+        end.record()
+    torch.cuda.synchronize()
+    ms = sorted(start.elapsed_time(end) for start, end in events)
+    return ms[len(ms) // 2] / 1e3
 
 
 def _wire_value(value: Any) -> bool:

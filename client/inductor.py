@@ -31,6 +31,7 @@ _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {"original": None, "global": False, "server": None}
 _ACTIVE = threading.local()  # set while tilec.inductor.backend compiles a graph
 _STATS = {"tilec": 0, "fallback": 0, "fallback_kernels": []}
+_GRID_NAMES = {"xnumel", "ynumel", "znumel", "r0_numel"}  # what launch_grid (frontend/inductor.py) reads
 
 
 class TilecKernel:
@@ -50,24 +51,48 @@ class TilecKernel:
         self.jit = jit(source, kernel_name, server=server)
         self._fallback_factory = fallback
         self._fallback: Any = None
+        # the grid of a warm launch, by the values it is computed from (the numels, a fixed grid's arguments):
+        # the config is chosen per tuning key, the numels and the dtypes of the kernel's signature, which an
+        # Inductor kernel is generated for
+        fixed = [g for g in self.spec.inductor_meta.get("fixed_grid") or () if isinstance(g, str)]
+        self._grid_pos = [i for i, n in enumerate(self.names) if n in _GRID_NAMES or n in fixed]
+        self._grids: dict[tuple, tuple[int, int, int]] = {}
 
     def run(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
         """Launch on the current stream of the arguments' device (the stream Inductor's wrapper passes)."""
         if self._fallback is not None:
             self._fallback.run(*args, stream=stream, **kwargs)
             return
-        values = dict(zip(self.names, args, strict=False))
-        kernel_args = args[: len(self.runtime_names)]
-        spec = self.spec
-
-        def grid(meta: dict) -> tuple[int, int, int]:
-            return launch_grid(spec, meta, values)
-
+        n = len(self.runtime_names)
         try:
-            self.jit[grid](*kernel_args)
+            at = tuple(args[i] for i in self._grid_pos)
+            grid = self._grids.get(at)
+        except (IndexError, TypeError):  # too few arguments, or an unhashable one: the full path says why
+            at, grid = None, None
+        try:
+            if grid is not None:
+                self.jit.run(grid, args[:n], {})
+                return
+            values = dict(zip(self.names, args, strict=False))
+            spec = self.spec
+            self.jit.run(lambda meta: launch_grid(spec, meta, values), args[:n], {})
         except CompileError as exc:
             self._fall_back(exc)
             self._fallback.run(*args, stream=stream, **kwargs)
+            return
+        if at is not None:
+            self._remember_grid(at, args[:n], values)
+
+    def _remember_grid(self, at: tuple, kernel_args: tuple, values: dict) -> None:
+        """After a full-path launch: the grid its warm entry's config gives, for launches with these values."""
+        fast = self.jit.__dict__.get("_cuda_fast")
+        key = fast._key(kernel_args, {})[0] if fast is not None else None
+        entry = fast.table.get(key) if key is not None else None
+        if entry is None:
+            return
+        if len(self._grids) >= 4096:
+            self._grids.clear()
+        self._grids[at] = launch_grid(self.spec, entry[3], values)
 
     def _fall_back(self, exc: Exception) -> None:
         warnings.warn(f"tilec could not compile Inductor's {self.kernel_name} ({exc}); Inductor's own Triton path "

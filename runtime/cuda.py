@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -407,17 +408,25 @@ def _raw_launcher():
     return _launch_ex or None
 
 
+_FAST_ENTRIES = 4096  # a FastPath table's bound: past it the table starts again
+
+
 class FastPath:
     """Per JITKernel: a table from a cheap key of the call (argument types, alignment, int classes,
     keyword values) to a loaded kernel, so a warm `k[grid](...)` skips binding, specialisation and
     the artifact cache. Calls the table cannot answer return False and take the full path."""
 
     def __init__(
-        self, params, constexpr_names: set[str] | None = None, tensor_type=None, stream_of=None
-    ) -> None:
+        self, params, constexpr_names: set[str] | None = None, tensor_type=None, stream_of=None,
+        value_names: Iterable[str] = (),
+    ) -> None:  # fmt: skip
+        """`value_names`: parameters whose values (a tensor: its shape) choose the kernel beyond their
+        class: an autotune key's arguments (the tuned config) and those a heuristic reads."""
         self.names = [p.name for p in params]
         consts = constexpr_names if constexpr_names is not None else {p.name for p in params if p.constexpr}
         self.const_pos = tuple(i for i, n in enumerate(self.names) if n in consts)
+        values = set(value_names)
+        self.value_pos = tuple(i for i, n in enumerate(self.names) if n in values and i not in self.const_pos)
         self.table: dict = {}
         self.tensor = tensor_type
         self.stream_of = stream_of
@@ -451,6 +460,9 @@ class FastPath:
         key.append(dev)
         if self.const_pos and self.const_pos[0] < len(args):
             key.append(tuple(args[i] for i in self.const_pos if i < len(args)))
+        if self.value_pos and self.value_pos[0] < len(args):
+            given = [args[i] for i in self.value_pos if i < len(args)]
+            key.append(tuple(a.shape if type(a) is tensor else a for a in given))
         return tuple(key), raw
 
     def launch(self, grid, args: tuple, kwargs: dict) -> bool:
@@ -517,6 +529,8 @@ class FastPath:
         kernel = load(art, device)
         if kernel.fast is None:
             return
+        if len(self.table) >= _FAST_ENTRIES:  # keys with values (autotune keys, heuristics) can be many
+            self.table.clear()
         try:
             self.table[key] = (kernel.fast, picks, device, rest, kernel)
         except TypeError:

@@ -305,6 +305,13 @@ for _name, _op in MATH_UNARY.items():
     LIB[_name] = _math1(_op)
 
 
+@api("sqrt_rn")
+def _sqrt_rn(sem: Semantic, x: Any, **_: Any) -> Tensor:
+    """Correctly rounded square root (Triton's precise_sqrt), where tl.sqrt may approximate."""
+    t = _float_operand(sem, x, "tl.sqrt_rn")
+    return Tensor(sem.b.op1("sqrt", [t.value], t.value.type, precise=True))
+
+
 @api("abs")
 def _abs(sem: Semantic, x: Any) -> Any:
     if is_const(x):
@@ -373,9 +380,17 @@ def _softmax(sem: Semantic, x: Any, ieee_rounding: Any = False) -> Tensor:
     return sem.truediv(num, reduce(sem, num, 0, "sum", keep_dims=True))
 
 
-@api("fdiv", "div_rn")
+@api("fdiv")
 def _fdiv(sem: Semantic, x: Any, y: Any, ieee_rounding: Any = False) -> Any:
     return sem.binop(ast.Div(), x, y)
+
+
+@api("div_rn")
+def _div_rn(sem: Semantic, x: Any, y: Any) -> Any:
+    """Correctly rounded division (Triton's precise_divf), where `/` may approximate."""
+    if is_const(x) and is_const(y):
+        return sem.binop(ast.Div(), x, y)
+    return sem.truediv(x, y, precise=True)
 
 
 @api("log1p")

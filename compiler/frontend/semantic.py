@@ -200,6 +200,8 @@ class Semantic:
             if isinstance(tensor.elem, PointerType):
                 raise self.error(f"cannot combine {describe(tensor)} with {describe(weak)}")
             t = promote_weak(tensor.elem, weak)
+        if div_or_mod and isinstance(t, ScalarType) and t.name in ("f16", "bf16"):
+            t = ScalarType("f32")  # Triton: `/` and `%` of half-precision operands compute (and return) f32
         if isinstance(t, ScalarType) and t.is_fp8:
             raise self.error(f"fp8 arithmetic is not supported ({describe(a)} with {describe(b)}): "
                              f"convert with .to(tl.float16) or .to(tl.float32) first")  # fmt: skip
@@ -239,12 +241,14 @@ class Semantic:
             raise self.error(f"`{sym}` needs integer operands, got {describe(ta)}")
         return Tensor(self.b.binary(name, ta.value, tb.value))
 
-    def truediv(self, a: Any, b: Any) -> Tensor:
+    def truediv(self, a: Any, b: Any, *, precise: bool = False) -> Tensor:
+        """`a / b`; `precise`: correctly rounded (tl.math.div_rn) where a target's `/` approximates."""
         ta, tb = self.common(a, b, div_or_mod=True)
         if not ta.elem.is_float:
             f32 = ScalarType("f32")
             ta, tb = self.cast(ta, f32), self.cast(tb, f32)
-        return Tensor(self.b.binary("div", ta.value, tb.value))
+        attrs = {"precise": True} if precise else {}
+        return Tensor(self.b.binary("div", ta.value, tb.value, **attrs))
 
     def ptr_arith(self, a: Any, b: Any, subtract: bool) -> Tensor:
         if not (isinstance(a, Tensor) and isinstance(a.elem, PointerType)):

@@ -5,7 +5,10 @@ them: any op may carry one, and the backend that reads it checks it.
 Semantics (the reference interpreter, compiler/interp, is the executable statement of them):
 - Integer arithmetic wraps modulo 2^bits. `div`/`rem` on integers truncate toward zero and take the
   sign of the dividend (C and Triton); division by zero is undefined (the interpreter yields 0).
-  On floats `div` is IEEE division and `rem` is C fmod.
+  On floats `div` is IEEE division and `rem` is C fmod. A target may compute an f32 `div` without
+  `precise = true` as Triton's `/` does (cuda: div.full.f32, within 2 ulp); with it (tl.math.div_rn) the
+  quotient is correctly rounded everywhere. Likewise `sqrt` (tl.sqrt may approximate; `precise = true`,
+  tl.math.sqrt_rn, is correctly rounded).
 - `shr` is arithmetic on signed and logical on unsigned types; shift amounts >= bits are undefined.
 - `maximum`/`minimum` (and the max/min reductions): with `propagate_nan = false` (the default, as
   tl.maximum) a NaN operand loses to a number (IEEE maxNum); with `propagate_nan = true` NaN wins.
@@ -470,8 +473,9 @@ _op("program_id", 0, attrs={"axis": int}, traits=(PURE,), verify=_axis_attr)
 _op("num_programs", 0, attrs={"axis": int}, traits=(PURE,), verify=_axis_attr)
 for _n in ("add", "mul"):
     _op(_n, 2, traits=(*E, COMMUTATIVE), verify=_num_elementwise)
-for _n in ("sub", "div", "rem"):
+for _n in ("sub", "rem"):
     _op(_n, 2, traits=E, verify=_num_elementwise)
+_op("div", 2, optional={"precise": bool}, traits=E, verify=_num_elementwise)
 for _n in ("and", "or", "xor"):
     _op(_n, 2, traits=(*E, COMMUTATIVE), verify=_int_binary)
 for _n in ("shl", "shr"):
@@ -484,7 +488,7 @@ _op("cmp", 2, attrs={"pred": str}, traits=E, verify=_cmp)
 _op("select", 3, traits=E, verify=_select)
 MATH_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "floor", "ceil", "erf")
 for _n in MATH_UNARY:
-    _op(_n, 1, traits=E, verify=_float_unary)
+    _op(_n, 1, optional={"precise": bool} if _n == "sqrt" else None, traits=E, verify=_float_unary)
 _op("neg", 1, traits=E, verify=_num_elementwise)
 _op("abs", 1, traits=E, verify=_num_elementwise)
 _op("fma", 3, traits=E, verify=_float_unary)

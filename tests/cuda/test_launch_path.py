@@ -131,3 +131,79 @@ def test_fast_path_launches_known_keys_only() -> None:
     with pytest.raises(GridError):
         fp.launch((0,), (x, y, o, 1024), {"BLOCK_SIZE": 256})
     assert not fp.launch((1,), (x, y, o, 1024), {"BLOCK_SIZE": [256]})  # unhashable keyword: full path
+
+
+AUTOTUNED = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n", "x_ptr"])
+@triton.jit
+def add_tuned(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+"""
+
+HEURISTIC = """
+import triton
+import triton.language as tl
+
+
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 2.0, mask=offs < n)
+"""
+
+
+class ShapedTensor(Tensor):
+    def __init__(self, ptr: int, shape: tuple) -> None:
+        super().__init__(ptr)
+        self.shape = shape
+
+
+def test_value_names_are_the_autotune_key_and_what_heuristics_read() -> None:
+    assert client.jit(AUTOTUNED, "add_tuned").value_names() == {"n", "x_ptr"}
+    assert client.jit(HEURISTIC, "add_one").value_names() == {"n", "BLOCK"}
+    assert client.jit(source("vector_add"), "add_kernel").value_names() == set()
+
+
+def test_autotuned_fast_path_is_memoised_per_tuning_key() -> None:
+    """A warm autotuned launch is a table hit, as a plain one is, while the autotune key's values (a tensor
+    key: its shape) are those the config was chosen for; other values take the full path (tune or lookup)."""
+    k = client.jit(AUTOTUNED, "add_tuned")
+    fp = FastPath(k.params, tensor_type=ShapedTensor, stream_of=lambda device: 0, value_names=k.value_names())
+    kern = Kernel(["ptr", "ptr", "ptr", "i32"])
+    x, y, o = ShapedTensor(1 << 20, (4096,)), ShapedTensor(2 << 20, (4096,)), ShapedTensor(3 << 20, (4096,))
+    key, _ = fp._key((x, y, o, 4096), {})
+    fp.table[key] = (kern.fast, None, 0, {"BLOCK": 128}, kern)
+    grid = lambda meta: (triton_cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
+    assert fp.launch(grid, (ShapedTensor(5 << 20, (4096,)), y, o, 4096), {})
+    assert kern.calls[-1][1] == (32, 1, 1)
+    assert not fp.launch(grid, (x, y, o, 4000), {})  # same class of n (divisible by 16), another value
+    assert not fp.launch(grid, (ShapedTensor(1 << 20, (8192,)), y, o, 4096), {})  # the key tensor's shape
+    assert fp.launch(grid, (x, ShapedTensor(2 << 20, (8192,)), o, 4096), {})  # y is not in the key
+    assert len(kern.calls) == 2
+
+
+def test_heuristic_values_choose_the_fast_path_entry() -> None:
+    """A heuristic computed from an int's value (EVEN = n % BLOCK == 0) must not be served from the entry of
+    another value of the same class: 4000 and 4096 are both divisible by 16, only one by 1024."""
+    k = client.jit(HEURISTIC, "add_one")
+    fp = FastPath(k.params, tensor_type=Tensor, stream_of=lambda device: 0, value_names=k.value_names())
+    kern = Kernel(["ptr", "ptr", "i32"])
+    x, o = Tensor(1 << 20), Tensor(2 << 20)
+    key, _ = fp._key((x, o, 4096), {"BLOCK": 1024})
+    fp.table[key] = (kern.fast, None, 0, {"EVEN": True}, kern)
+    assert fp.launch((4,), (x, o, 4096), {"BLOCK": 1024})
+    assert not fp.launch((4,), (x, o, 4000), {"BLOCK": 1024})
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)

@@ -54,6 +54,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)
         self.module.triple = "nvptx64-nvidia-cuda"
+        # libdevice's flush-to-zero paths, as Triton links it (nvvm-reflect-ftz = 1; flag behaviour 4: override)
+        ftz = self.module.add_metadata([ir.Constant(ops.I32, 4), "nvvm-reflect-ftz", ir.Constant(ops.I32, 1)])
+        self.module.add_named_metadata("llvm.module.flags", ftz)
         self.scopes: list[dict] = [{}]
         self.shm = SharedMemory(self.barrier)  # shared memory: reservations, scratch base, epochs, barriers
         self.arg_kinds: list[str] = []
@@ -319,7 +322,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         if len(xs) == 2:
             return ops.binary(b, name, e, xs[0], xs[1], op.attrs, self.cg.fp_fusion)
         if len(xs) == 1:
-            return ops.unary(b, name, e, xs[0], self.cg.ex2_ftz)
+            return ops.unary(b, name, e, xs[0], self.cg.ex2_ftz, op.attrs)
         raise CompileError(f"cuda: no lowering for '{name}'")
 
     # ---- blocks and ops ------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Tiles are lowered register by register through these tables (compiler/backends/cuda/lower.py).
 bf16 values live in f32 registers (the interpreter's semantics: rounding happens on store and cast);
-f32 exp/exp2/log/log2 use the PTX approximate instructions as Triton does (exp2 flushes subnormals, as
+f32 exp and exp2 use the PTX approximate instructions as Triton does (exp2 flushes subnormals, as
 Triton's libdevice exp2f under FTZ does: ex2.approx.ftz, one instruction where the non-ftz form adds a
-scale and fix-up around it), the rest call libdevice.
+scale and fix-up around it), the rest call libdevice with its flush-to-zero paths, as Triton links it.
+f32 `/` is div.full.f32 and tl.math.div_rn div.rn.f32 (Triton's FDiv and PreciseDivF lowerings).
 Float add, sub and mul (not bf16, which rounds after each op) carry LLVM's `contract` flag, so a multiply
 feeding an add becomes one fma as under Triton's default enable_fp_fusion (without it the backend writes
 mul.rn/add.rn, which ptxas may not fuse either).
@@ -25,7 +26,6 @@ F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 GPTR = ir.PointerType(addrspace=1)
 SPTR = ir.PointerType(addrspace=3)
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 
 
 def reg_type(t) -> ir.Type:
@@ -132,10 +132,17 @@ def _imaxmin(b, t, x, y, is_max: bool):
     return b.select(cmp(">" if is_max else "<", x, y), x, y)
 
 
-def _div(b, t, x, y):
-    if t.is_float:
+def _div(b, t, x, y, precise: bool = False):
+    """Float division as Triton compiles it: f32 (bf16 and f16 computed in f32) `/` is div.full.f32, its
+    full-range approximation (2 ulp); `precise` (tl.math.div_rn) is div.rn.f32; f64 is div.rn.f64."""
+    if not t.is_float:
+        return b.sdiv(x, y) if t.is_signed else b.udiv(x, y)
+    if x.type == F64:
         return b.fdiv(x, y)
-    return b.sdiv(x, y) if t.is_signed else b.udiv(x, y)
+    if x.type == F16:
+        return b.fptrunc(_div(b, t, b.fpext(x, F32), b.fpext(y, F32), precise), F16)
+    fn = intrinsic(b.module, "llvm.nvvm.div.rn.f" if precise else "llvm.nvvm.div.full", F32, [F32, F32])
+    return b.call(fn, [x, y])
 
 
 def _rem(b, t, x, y):
@@ -155,7 +162,7 @@ def binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs: dict, fusion:
     elif name == "mul":
         r = b.fmul(x, y, flags=fl) if f else b.mul(x, y)
     elif name == "div":
-        r = _div(b, t, x, y)
+        r = _div(b, t, x, y, attrs.get("precise", False))
     elif name == "rem":
         r = _rem(b, t, x, y)
     elif name == "and":
@@ -217,7 +224,7 @@ def _approx(b: ir.IRBuilder, intr: str, x):
     return b.call(fn, [x])
 
 
-def unary(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool = True):
+def unary(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool = True, attrs: dict | None = None):
     """`ex2_ftz`: the compile's CudaOptions.ex2_ftz (exp2 as ex2.approx.ftz; off: ex2.approx)."""
     if name == "neg":
         return b.fneg(x) if t.is_float else b.sub(ir.Constant(x.type, 0), x)
@@ -229,22 +236,21 @@ def unary(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool = True):
         return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
     if not t.is_float:
         raise CompileError(f"cuda: '{name}' needs a float operand")
-    r = _math(b, name, t, x, ex2_ftz)
+    r = _math(b, name, t, x, ex2_ftz, bool((attrs or {}).get("precise", False)))
     return round_bf16(b, r) if t.name == "bf16" else r
 
 
-def _math(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool):
+def _math(b: ir.IRBuilder, name: str, t: ScalarType, x, ex2_ftz: bool = True, precise: bool = False):
+    """As Triton lowers math: f32 exp is ex2.approx of x * log2(e) (its ExpOpConversionApprox), a precise
+    sqrt (tl.math.sqrt_rn) is sqrt.rn; the rest are libdevice's functions, linked with flush-to-zero
+    (f32 sqrt is then sqrt.approx.ftz.f32, exp2 ex2.approx.ftz.f32, log and log2 libdevice's own)."""
     if x.type == F32:
         if name == "exp":
             return _approx(b, "llvm.nvvm.ex2.approx.f", b.fmul(x, ir.Constant(F32, LOG2E)))
         if name == "exp2":
             return _approx(b, "llvm.nvvm.ex2.approx.ftz.f" if ex2_ftz else "llvm.nvvm.ex2.approx.f", x)
-        if name == "log2":
-            return _approx(b, "llvm.nvvm.lg2.approx.f", x)
-        if name == "log":
-            return b.fmul(_approx(b, "llvm.nvvm.lg2.approx.f", x), ir.Constant(F32, LN2))
-        if name == "sqrt":
-            return call_intr(b, "llvm.sqrt", x)
+    if name == "sqrt" and (precise or x.type == F64):
+        return call_intr(b, "llvm.sqrt", x)
     if name in ("floor", "ceil"):
         return call_intr(b, f"llvm.{name}", x)
     return libm(b, t, name, x)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....ir.core import Function, Module, Operation, Value
+from ....ir.core import Function, Module, Operation, Value, uses_in
 from ....ir.types import TileType, elem_type, is_fp8, shape_of
 from ....passes.axis_analysis import AxisInfo, axis_analysis
+from ....passes.ir_utils import defining_op
 from ..layout_reshape import reshape_layout
 from ..layouts import (
     WGMMA_K,
@@ -120,6 +121,7 @@ class _Assignment(LayoutPlan):
     dot chose (others follow them) and the axis analysis."""
 
     axis: dict[Value, AxisInfo] = field(default_factory=dict)
+    uses: dict[Value, list[Operation]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ class GpuLayoutPass:
     def assign(self, fn: Function) -> _Assignment:
         plan = _Assignment(self.num_warps)
         plan.axis = axis_analysis(fn)
+        plan.uses = uses_in(fn.body.block)
         for a in fn.args:
             if isinstance(a.type, TileType):
                 plan.natural[a] = plan.default(a.type.shape)
@@ -168,10 +171,41 @@ class GpuLayoutPass:
         dim = max(range(len(shape)), key=lambda d: (info.contiguity[d], d))
         contig = info.contiguity[dim]
         vec = max(1, min(contig, max(1, 16 // ebytes), shape[dim]))
+        numel = 1
+        for n in shape:
+            numel *= n
+        per_thread = numel // (32 * self.num_warps)
+        if per_thread >= 2:
+            # as Triton's coalescing caps it: a tile with at least two elements for every thread but fewer
+            # than a 16-byte vector each spreads over all threads (narrower vectors) rather than leaving
+            # replicated warps to load the same addresses again ([1024] fp16 over 8 warps: 4 a thread, v2)
+            vec = min(vec, per_thread)
         if vec == 1 and ptr in plan.strong:
             return plan.natural[ptr]  # no vector access possible: keep the layout the offsets came in
         order = (dim,) + tuple(d for d in range(len(shape) - 1, -1, -1) if d != dim)
         return blocked(shape, self.num_warps, vec, order)
+
+    def _scan_access(self, op: Operation, plan: _Assignment) -> Layout | None:
+        """The scan layout, for a load whose one use is a `scan` of it (or a store of a scan's result) along
+        the pointers' contiguous dimension: each thread's chunk of the scanned axis is consecutive in memory,
+        so the access stays vectorised and the tile never crosses shared memory whole (a [64, 1024] f32
+        cumsum over 4 warps converted through 262 KB of it, more than a block has)."""
+        if op.name == "load":
+            users = plan.uses.get(op.results[0], [])
+            scan = users[0] if len(users) == 1 and users[0].name == "scan" else None
+        elif op.name == "store":
+            scan = defining_op(op.operands[1])
+            scan = scan if scan is not None and scan.name == "scan" else None
+        else:
+            return None
+        info = plan.axis.get(op.operands[0])
+        if scan is None or info is None:
+            return None
+        shape = shape_of(op.operands[0].type)
+        axis = scan.attrs["axis"]
+        if max(range(len(shape)), key=lambda d: (info.contiguity[d], d)) != axis or info.contiguity[axis] < 2:
+            return None
+        return scan_layout(shape, axis, self.num_warps)
 
     def _adopt_yielded(self, op: Operation, args: list[Value], lays: list, plan: _Assignment) -> bool:
         """A loop-carried tile whose init has no preferred layout (zeros) takes the layout of the value
@@ -197,7 +231,7 @@ class GpuLayoutPass:
         if name in ("load", "store", "atomic_rmw", "atomic_cas"):
             ptr = op.operands[0]
             if isinstance(ptr.type, TileType):
-                lay = self._access_layout(ptr, plan)
+                lay = self._scan_access(op, plan) or self._access_layout(ptr, plan)
                 plan.access[op] = lay
                 for r in op.results:
                     self._set(plan, r, lay, True)

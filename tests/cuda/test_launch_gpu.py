@@ -1,0 +1,68 @@
+"""Warm launches on a real GPU: an autotuned kernel's cached launch takes the fast path (no binding, no
+tuning-key work) while the autotune key's values are those it was tuned for; heuristics computed from
+values are recomputed for each value. Skips where there is no GPU (the device machine runs it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cuda.gpu import gpu_reason
+from tests.cuda.test_launch_path import AUTOTUNED, HEURISTIC
+from tilec import client
+
+pytestmark = pytest.mark.skipif(gpu_reason() is not None, reason=gpu_reason() or "")
+
+
+def _grid(meta: dict) -> tuple:
+    return (-(-meta["n"] // meta["BLOCK"]),)
+
+
+def test_autotuned_warm_launch_skips_the_autotuned_path(monkeypatch) -> None:
+    import torch
+
+    k = client.jit(AUTOTUNED, "add_tuned")
+    x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    out = torch.empty_like(x)
+    k[_grid](x, y, out, 4096)  # tunes, then remembers the choice for this tuning key
+    calls = []
+    real = k._run_autotuned
+    monkeypatch.setattr(k, "_run_autotuned", lambda *a: calls.append(a[3]) or real(*a))
+    out.zero_()
+    k[_grid](x, y, out, 4096)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    assert calls == []  # the warm launch never reached the autotuned path
+    x2, y2 = torch.randn(8192, device="cuda"), torch.randn(8192, device="cuda")
+    out2 = torch.empty_like(x2)
+    k[_grid](x2, y2, out2, 8192)  # a new tuning key: the full path tunes it
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out2, x2 + y2, rtol=0, atol=0)
+    assert len(calls) == 1 and len(k.best_configs) == 2
+
+
+def test_heuristics_follow_each_value() -> None:
+    import torch
+
+    k = client.jit(HEURISTIC, "add_one")
+    for n in (4096, 4000, 4096, 1000):
+        x = torch.randn(n, device="cuda")
+        out = torch.full((n,), float("nan"), device="cuda")
+        k[_grid](x, out, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, x + (1.0 if n % 1024 == 0 else 2.0), rtol=0, atol=0)
+
+
+def test_autotune_times_the_gpu_not_the_host_path() -> None:
+    """Configs are timed as Triton's do_bench times them (CUDA events around each run, queued behind a spin):
+    a one-block kernel's trial is a few microseconds of GPU time, not the full host launch path (hundreds of
+    microseconds), which hid the configs' differences from the choice."""
+    import torch
+
+    k = client.jit(AUTOTUNED, "add_tuned")
+    x, y = torch.randn(64, device="cuda"), torch.randn(64, device="cuda")
+    out = torch.empty_like(x)
+    k[_grid](x, y, out, 64)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    (trials,) = k.trials.values()
+    assert len(trials) == 2 and all(0 < t < 30e-6 for _, t in trials), trials
