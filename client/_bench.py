@@ -21,7 +21,7 @@ from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
 from tilec.compiler.tune.stats import Timing, adaptive
 
 from ._exceptions import KernelAssertionError, LaunchError, TilecError
-from ._sandbox import Child, Limits, Profile, clean
+from ._sandbox import Child, Limits, Profile, clean, per_call
 
 FAULT_KINDS = ("fault", "crash", "timeout", "launch")
 _L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any GPU so far (H100: 50 MiB)
@@ -421,6 +421,7 @@ def sandboxed_bench(conn, profile: Any, lockdown: Callable[[], dict]) -> None:
             return
         if op == "close":
             return
+        per_call(profile.limits)
         try:
             value = bench.time(rest[0], rest[1], **rest[2]) if op == "time" else bench.device_info()
         except TrialFault as exc:

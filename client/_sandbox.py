@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import math
 import os
 import platform
 import resource
@@ -49,11 +50,23 @@ NOBODY = 65534
 @dataclass(frozen=True)
 class Limits:
     """What one sandboxed child may use. memory_mb: its address space (cpu) or data segment (cuda);
-    cpu_s: CPU seconds over its whole life (all threads); open_files: descriptors."""
+    cpu_s: CPU seconds (all threads together) of one request (`per_call`: SIGXCPU past it); life_cpu_s:
+    of its whole life (SIGKILL past it); open_files: descriptors."""
 
     memory_mb: int = 4096
-    cpu_s: int = 600
+    cpu_s: int = 120
+    life_cpu_s: int = 3600
     open_files: int = 64
+
+
+def per_call(limits: Limits) -> None:
+    """In a child: allow `limits.cpu_s` more CPU seconds from now on (the soft limit; the hard one stays)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(used.ru_utime + used.ru_stime) + limits.cpu_s
+    resource.setrlimit(
+        resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard)
+    )
 
 
 @dataclass
@@ -177,7 +190,7 @@ def _limit(profile: Profile) -> dict[str, int]:
     lim = profile.limits
     memory = lim.memory_mb << 20
     wanted = {
-        "RLIMIT_CPU": lim.cpu_s,
+        "RLIMIT_CPU": lim.life_cpu_s,
         "RLIMIT_FSIZE": 0,
         "RLIMIT_NOFILE": lim.open_files,
         "RLIMIT_CORE": 0,
@@ -313,3 +326,35 @@ def _seccomp() -> bool:
     prog = _Prog(len(insns), ctypes.cast(array, ctypes.POINTER(_Filter)))
     # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog): threads started by imports too
     return libc.syscall(317, 1, 1, ctypes.byref(prog)) == 0
+
+
+def probe(conn: Connection, profile: Profile, lockdown: Any) -> None:
+    """A child that locks itself down and then tries what a hostile kernel would, reporting what each try
+    got: the sandbox checking itself (tests; `python -m tilec.client._sandbox` prints it)."""
+    import threading
+
+    report: dict[str, Any] = {"layers": lockdown(), "uid": os.getuid(), "env": dict(os.environ)}
+
+    def attempt(name: str, fn: Any) -> None:
+        try:
+            fn()
+            report[name] = "allowed"
+        except OSError as exc:
+            report[name] = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+    attempt("read_host_file", lambda: open("/etc/passwd").close())
+    attempt("read_parent_environ", lambda: open(f"/proc/{os.getppid()}/environ").close())
+    attempt("socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())
+    attempt("fork", lambda: os.waitpid(pid, 0) if (pid := os.fork()) else os._exit(0))
+    attempt("exec", lambda: os.execv("/bin/true", ["true"]))
+    attempt("write_file", lambda: open("/x", "w").close())
+    attempt("chroot_out", lambda: os.chroot(".."))
+    thread = threading.Thread(target=lambda: None)
+    attempt("thread", thread.start)
+    conn.send_bytes(json.dumps(report).encode())
+
+
+if __name__ == "__main__":
+    child = Child("tilec.client._sandbox:probe", Profile())
+    print(json.dumps(child.recv() if child.poll(30) else "no answer", indent=1))
+    child.kill()
