@@ -70,12 +70,17 @@ def prepare(spec: TuneSpec) -> Prepared:
     runtime = [p.name for p in ks.params if not p.constexpr and p.name not in spec.constexprs]
     resolved = resolve(spec.launch, spec.signature, runtime, spec.launch_budgets)
     autotune = ks.autotune
-    configs = spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
+    configs = (
+        spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
+    )
     if not configs:
         configs = [space.normalise({})]
     key_names = list(autotune.key) if autotune else []
     unknown = [n for n in key_names if n not in resolved.params]
-    key = key_string([n for n in key_names if n not in unknown], resolved.key_values([n for n in key_names if n not in unknown]))
+    key = key_string(
+        [n for n in key_names if n not in unknown],
+        resolved.key_values([n for n in key_names if n not in unknown]),
+    )
     hints = {n: h for n, v in resolved.scalars.items() if (h := scalar_hints(v))}
     hints.update({n: {"divisibility": 16} for n in resolved.tensors})  # fresh allocations are aligned
     base = CompileRequest(
@@ -88,7 +93,9 @@ def prepare(spec: TuneSpec) -> Prepared:
         options=CompileOptions(target=spec.target),
         budgets=spec.budgets,
     )
-    return Prepared(spec, ks.key, runtime, resolved, key, dtypes_string(spec.signature, runtime), configs, base)
+    return Prepared(
+        spec, ks.key, runtime, resolved, key, dtypes_string(spec.signature, runtime), configs, base
+    )
 
 
 def run_tune(
@@ -100,15 +107,19 @@ def run_tune(
     cancelled: Callable[[], bool] = lambda: False,
     compiler: Compiler | None = None,
     bench: Any = None,
+    bench_timeout_s: float = 60.0,
+    bench_limits: Any = None,
 ) -> tuple[Outcome, dict]:
     """Run the tune; (its outcome, the device's description: GPU model, driver, clocks). `known(device)`
     gives the trials an earlier tune on the same device model has recorded (not timed again);
-    `on_plan(n)` is told how many trials the tune will record before the first one."""
+    `on_plan(n)` is told how many trials the tune will record before the first one. The bench runs in a
+    sandboxed child (client/_sandbox.py) under `bench_limits`, each call bounded by `bench_timeout_s`."""
     from ._bench import BenchProcess, device_info
 
     own = bench is None
     # the bench child starts now and gets ready (imports, arrays, device buffers) while the configs compile
-    bench = bench or BenchProcess(prepared.spec.target, prepared.resolved, seed=prepared.spec.seed)
+    bench = bench or BenchProcess(prepared.spec.target, prepared.resolved, seed=prepared.spec.seed,
+                                  timeout_s=bench_timeout_s, limits=bench_limits)  # fmt: skip
     try:
         device = device_info(prepared.spec.target)
         tuner = Tuner(

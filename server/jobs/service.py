@@ -15,7 +15,15 @@ from starlette.concurrency import run_in_threadpool
 
 from tilec.compiler.tune import space
 from tilec.compiler.tune.keys import dtypes_string, key_string
-from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, ResolvedLaunch, resolve
+from tilec.client._bench import _grid_env
+from tilec.compiler.tune.launch import (
+    GridTooLarge,
+    LaunchBudgets,
+    LaunchDescription,
+    LaunchError,
+    ResolvedLaunch,
+    resolve,
+)
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
@@ -25,7 +33,7 @@ from ..service import check_target, read_kernel, register_kernel
 from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
-from .runner import EARLIER
+from .runner import EARLIER, launch_budgets
 
 
 def job_public(job: TuneJob, *, trials: bool = True, attached: bool = False) -> TuneJobPublic:
@@ -48,7 +56,9 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
     if body.kernel_key is not None:
         kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=body.kernel_key or ""))
         if kernel is None:
-            raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel")
+            raise E.ApiError(
+                404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel"
+            )
         if kernel.kind != "source":
             raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
         return kernel
@@ -56,7 +66,9 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
     if len(text.encode()) > state.settings.max_source_bytes:
         limit = state.settings.max_source_bytes
         raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
-    kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
+    kernel, _ = await register_kernel(
+        state, kind="source", text=text, name=body.name, signature=None, token_id=token_id
+    )
     return kernel
 
 
@@ -72,7 +84,9 @@ def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict
         else:
             configs = space.from_list((info.get("autotune") or {}).get("configs") or [])
     except ValueError as exc:
-        raise E.ApiError(422, E.TOO_MANY_CONFIGS if "limit" in str(exc) else E.INVALID_REQUEST, str(exc)) from None
+        raise E.ApiError(
+            422, E.TOO_MANY_CONFIGS if "limit" in str(exc) else E.INVALID_REQUEST, str(exc)
+        ) from None
     if len(configs) > limit:
         raise E.ApiError(422, E.TOO_MANY_CONFIGS, E.MSG_TOO_MANY_CONFIGS.format(n=len(configs), limit=limit))
     return configs or [space.normalise({})]
@@ -80,15 +94,22 @@ def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict
 
 def _check_grid(resolved: ResolvedLaunch, configs: list[dict]) -> None:
     """Refuse a grid that no config can compute (a name that is neither a scalar nor a config parameter,
-    say): resolve checks only its syntax, and such a job would fail on the worker, every trial alike."""
+    say): resolve checks only its syntax, and such a job would fail on the worker, every trial alike. And
+    refuse a grid that any config computes to more programs than a launch may have (2^31-1 programs once
+    burnt 60 s per config): a config that asks for one names itself."""
     first: LaunchError | None = None
+    computed = False
     for config in configs:
         try:
-            resolved.grid(config["kwargs"])
-            return
+            resolved.grid(_grid_env(config))
+            computed = True
+        except GridTooLarge as exc:
+            raise E.ApiError(
+                422, E.BAD_LAUNCH, f"config {config['kwargs']}: {exc}", field=exc.field
+            ) from None
         except LaunchError as exc:
             first = first or exc
-    if first is not None:
+    if not computed and first is not None:
         raise E.ApiError(422, E.BAD_LAUNCH, str(first), field=first.field)
 
 
@@ -118,7 +139,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     s = state.settings
     try:
         resolved = resolve(launch, signature, runtime,
-                           LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes))  # fmt: skip
+                           launch_budgets(s))  # fmt: skip
     except LaunchError as exc:
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)
@@ -140,7 +161,11 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         done = _tuned_already(session, tkey, configs)
         if done is not None:
             trials, best = done
-            return job_public(store.add_finished(session, values=values, trials=trials, best=best)), False, True
+            return (
+                job_public(store.add_finished(session, values=values, trials=trials, best=best)),
+                False,
+                True,
+            )
         job, attached = store.create_job(session, values=values)
         return job_public(job, attached=attached), attached, False
 
