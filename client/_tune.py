@@ -70,17 +70,12 @@ def prepare(spec: TuneSpec) -> Prepared:
     runtime = [p.name for p in ks.params if not p.constexpr and p.name not in spec.constexprs]
     resolved = resolve(spec.launch, spec.signature, runtime, spec.launch_budgets)
     autotune = ks.autotune
-    configs = (
-        spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
-    )
+    configs = spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
     if not configs:
         configs = [space.normalise({})]
     key_names = list(autotune.key) if autotune else []
     unknown = [n for n in key_names if n not in resolved.params]
-    key = key_string(
-        [n for n in key_names if n not in unknown],
-        resolved.key_values([n for n in key_names if n not in unknown]),
-    )
+    key = key_string([n for n in key_names if n not in unknown], resolved.key_values([n for n in key_names if n not in unknown]))
     hints = {n: h for n, v in resolved.scalars.items() if (h := scalar_hints(v))}
     hints.update({n: {"divisibility": 16} for n in resolved.tensors})  # fresh allocations are aligned
     base = CompileRequest(
@@ -93,9 +88,7 @@ def prepare(spec: TuneSpec) -> Prepared:
         options=CompileOptions(target=spec.target),
         budgets=spec.budgets,
     )
-    return Prepared(
-        spec, ks.key, runtime, resolved, key, dtypes_string(spec.signature, runtime), configs, base
-    )
+    return Prepared(spec, ks.key, runtime, resolved, key, dtypes_string(spec.signature, runtime), configs, base)
 
 
 def run_tune(

@@ -102,12 +102,7 @@ def _describe(exc: BaseException) -> tuple[str, Any]:
     if isinstance(exc, ToolError):
         return "tool", {"tool": exc.tool, "stderr": exc.stderr[-4000:], "repro": exc.repro}
     if isinstance(exc, RecursionError):
-        return "compile", {
-            "message": "the input nests too deeply",
-            "file": "<source>",
-            "line": None,
-            "col": None,
-        }
+        return "compile", {"message": "the input nests too deeply", "file": "<source>", "line": None, "col": None}
     return "internal", f"{type(exc).__name__}: {exc}"[:2000]
 
 

@@ -60,9 +60,7 @@ class Settings(BaseSettings):
         1 << 24
     )  # programs of one launch of a tune job, every config's grid checked at submit
     tune_compile_workers: int = 0  # processes compiling a tune's configs; 0: the CPU cores
-    tune_full_seconds: float = (
-        2.0  # the most one config's full timing takes (it stops sooner at a 1% interval)
-    )
+    tune_full_seconds: float = 2.0  # the most one config's full timing takes (it stops sooner at a 1% interval)
     tune_brief_seconds: float = 0.25  # the most a brief timing (a round of successive halving) takes
     # the sandboxed bench child (client/_sandbox.py): wall seconds per call, its address space (cpu) or data
     # segment (cuda), CPU seconds per call and over its life

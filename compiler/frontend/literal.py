@@ -53,13 +53,7 @@ def _elements(v: Any, seen: dict[int, int]) -> int:
 
 
 def _pow(a: Any, b: Any) -> Any:
-    if (
-        isinstance(a, int)
-        and isinstance(b, int)
-        and b > 0
-        and abs(a) > 1
-        and b * math.log2(abs(a)) > MAX_INT_BITS
-    ):
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and b * math.log2(abs(a)) > MAX_INT_BITS:
         raise FoldError(f"constant expression exceeds {MAX_INT_BITS} bits")
     return a**b
 
@@ -387,9 +381,7 @@ def _run_stmt(st: ast.stmt, ev: LiteralEvaluator, steps: list[int]) -> None:
 
 
 def _is_list_append(e: ast.expr) -> bool:
-    return (
-        isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("append", "extend")
-    )
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("append", "extend")
 
 
 def _bind(target: ast.expr, value: Any, env: dict) -> None:

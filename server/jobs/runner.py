@@ -115,9 +115,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
 
     def known(device: dict) -> dict[str, Trial]:
-        rows = ctx.write(
-            lambda s: store.stored_trials(s, tkey=job.tuning_key, gpu_model=device.get("gpu_model"))
-        )
+        rows = ctx.write(lambda s: store.stored_trials(s, tkey=job.tuning_key, gpu_model=device.get("gpu_model")))
         return {r.config_hash: Trial(r.config, *EARLIER[r.status], r.time_ms, r.lo_ms, r.hi_ms, r.reps)
                 for r in rows if r.status in EARLIER}  # fmt: skip
 
@@ -126,9 +124,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
 
     def on_trial(t: Trial) -> None:
         if not ctx.write(lambda s: store.add_trial(s, job_id, worker=ctx.worker, trial=t.public())):
-            beat.state = ctx.write(
-                lambda s: store.heartbeat(s, job_id, worker=ctx.worker)
-            )  # cancelled, or lost
+            beat.state = ctx.write(lambda s: store.heartbeat(s, job_id, worker=ctx.worker))  # cancelled, or lost
 
     workers = ctx.settings.tune_compile_workers or None
     try:
@@ -193,9 +189,7 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
         return _fail(ctx, job.id, f"no config could be timed ({reasons})")
     spec = {"signature": prepared.base.signature, "constexprs": prepared.base.constexprs,
             "hints": prepared.base.hints, "emit": "cubin" if job.target.startswith("cuda") else "object"}  # fmt: skip
-    artifacts = [
-        _artifact_values(job, spec, t.config, t.artifact) for t in measured if t.status == "ok" and t.artifact
-    ]
+    artifacts = [_artifact_values(job, spec, t.config, t.artifact) for t in measured if t.status == "ok" and t.artifact]
     links = {config_hash(a["config"]): a["key"] for a in artifacts}
     rows = [_trial_row(t, device, links.get(config_hash(t.config))) for t in measured]
 

@@ -13,12 +13,11 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from tilec.client._bench import _grid_env
 from tilec.compiler.tune import space
 from tilec.compiler.tune.keys import dtypes_string, key_string
-from tilec.client._bench import _grid_env
 from tilec.compiler.tune.launch import (
     GridTooLarge,
-    LaunchBudgets,
     LaunchDescription,
     LaunchError,
     ResolvedLaunch,
@@ -56,9 +55,7 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
     if body.kernel_key is not None:
         kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=body.kernel_key or ""))
         if kernel is None:
-            raise E.ApiError(
-                404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel"
-            )
+            raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel")
         if kernel.kind != "source":
             raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
         return kernel
@@ -66,9 +63,7 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
     if len(text.encode()) > state.settings.max_source_bytes:
         limit = state.settings.max_source_bytes
         raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
-    kernel, _ = await register_kernel(
-        state, kind="source", text=text, name=body.name, signature=None, token_id=token_id
-    )
+    kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
     return kernel
 
 
@@ -84,9 +79,7 @@ def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict
         else:
             configs = space.from_list((info.get("autotune") or {}).get("configs") or [])
     except ValueError as exc:
-        raise E.ApiError(
-            422, E.TOO_MANY_CONFIGS if "limit" in str(exc) else E.INVALID_REQUEST, str(exc)
-        ) from None
+        raise E.ApiError(422, E.TOO_MANY_CONFIGS if "limit" in str(exc) else E.INVALID_REQUEST, str(exc)) from None
     if len(configs) > limit:
         raise E.ApiError(422, E.TOO_MANY_CONFIGS, E.MSG_TOO_MANY_CONFIGS.format(n=len(configs), limit=limit))
     return configs or [space.normalise({})]
@@ -161,11 +154,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         done = _tuned_already(session, tkey, configs)
         if done is not None:
             trials, best = done
-            return (
-                job_public(store.add_finished(session, values=values, trials=trials, best=best)),
-                False,
-                True,
-            )
+            return job_public(store.add_finished(session, values=values, trials=trials, best=best)), False, True
         job, attached = store.create_job(session, values=values)
         return job_public(job, attached=attached), attached, False
 
