@@ -33,6 +33,9 @@ class LaunchError(ValueError):
         where = f" (col {col})" if col is not None else ""
         super().__init__(f"{field}: {reason}{where}" if field else f"{reason}{where}")
 
+    def __reduce__(self) -> tuple:  # crosses process boundaries (a tune reads its launch in a limited child)
+        return type(self), (self.field, self.reason, self.col)
+
 
 class GridTooLarge(LaunchError):
     """A grid that computes, to more programs than a launch may have (or an axis past the device's range)."""

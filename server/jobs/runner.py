@@ -20,13 +20,22 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from tilec.client._sandbox import Limits, clean
 from tilec.client._tune import Prepared, TuneSpec, prepare, run_tune
 from tilec.compiler.artifact import Artifact, artifact_key, compiler_version
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import Budgets
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError
 from tilec.compiler.tune.space import config_hash
-from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_compiler
+from tilec.compiler.tune.tuner import (
+    BRIEF,
+    FULL,
+    CompileLimitError,
+    Outcome,
+    Trial,
+    limited_compiler,
+    run_limited,
+)
 
 from ..db import crud
 from ..db.engine import make_engine, session_factories
@@ -109,8 +118,12 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     job, source = ctx.write(lambda s: _load(s, job_id))
-    try:
-        prepared = prepare(_spec(ctx, job, source))
+    st = ctx.settings
+    try:  # the source is read in a limited child, never here (the API process, with the in-process executor)
+        prepared = run_limited(prepare, (_spec(ctx, job, source),), timeout_s=st.compile_timeout_s,
+                               memory_mb=st.compile_memory_mb)  # fmt: skip
+    except CompileLimitError as exc:
+        return _fail(ctx, job_id, f"reading the kernel {exc}")
     except (CompileError, LaunchError, ValueError) as exc:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
 
@@ -126,15 +139,19 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         if not ctx.write(lambda s: store.add_trial(s, job_id, worker=ctx.worker, trial=t.public())):
             beat.state = ctx.write(lambda s: store.heartbeat(s, job_id, worker=ctx.worker))  # cancelled, or lost
 
-    workers = ctx.settings.tune_compile_workers or None
+    # every config compiles under the compile limits and stops on a cancel; the bench child is sandboxed
+    compiler = limited_compiler(st.tune_compile_workers or None, timeout_s=st.compile_timeout_s,
+                                memory_mb=st.compile_memory_mb, cancelled=lambda: beat.stop_now)  # fmt: skip
+    limits = Limits(memory_mb=st.bench_memory_mb, cpu_s=st.bench_cpu_s, life_cpu_s=st.bench_life_cpu_s)
     try:
         outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
-                                   cancelled=lambda: beat.stop_now, compiler=process_pool_compiler(workers))  # fmt: skip
+                                   cancelled=lambda: beat.stop_now, compiler=compiler,
+                                   bench_timeout_s=st.bench_timeout_s, bench_limits=limits)  # fmt: skip
     except OperationalError:  # the database went away mid-tune: not the job's fault; it is taken up again
         raise
     except Exception as exc:  # noqa: BLE001 - the tune's own failure (not the worker's): fail once, with it
         log.exception("job %s failed", job_id)
-        return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
+        return _fail(ctx, job_id, clean(f"{type(exc).__name__}: {exc}", 2000))
     if beat.state == "lost":
         return "lost"
     if outcome.cancelled or beat.state == "cancelled":
