@@ -188,14 +188,15 @@ def child_main(entry: str) -> None:
 
 def _limit(profile: Profile) -> dict[str, int]:
     lim = profile.limits
-    memory = lim.memory_mb << 20
     wanted = {
         "RLIMIT_CPU": lim.life_cpu_s,
         "RLIMIT_FSIZE": 0,
-        "RLIMIT_NOFILE": lim.open_files,
+        # the CUDA driver keeps a descriptor per device node, event and stream
+        "RLIMIT_NOFILE": lim.open_files if profile.kind == "cpu" else max(lim.open_files, 1024),
         "RLIMIT_CORE": 0,
-        "RLIMIT_AS" if profile.kind == "cpu" else "RLIMIT_DATA": memory,
     }
+    if lim.memory_mb > 0:  # 0: no memory limit (a GPU whose driver will not start under one)
+        wanted["RLIMIT_AS" if profile.kind == "cpu" else "RLIMIT_DATA"] = lim.memory_mb << 20
     done = {}
     for name, value in wanted.items():
         which = getattr(resource, name)

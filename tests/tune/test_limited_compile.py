@@ -139,3 +139,29 @@ def _left(root: Path) -> list[Path]:
 def _rss_mb() -> int:
     with open(f"/proc/{os.getpid()}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) >> 10
+
+
+@needs_ptxas
+def test_the_services_compile_pool_kills_a_compile_with_its_ptxas(private_tmp: Path) -> None:
+    """server/pool.py: a compile child is killed (past its time: `_wait` calls kill_group) mid-ptxas: the
+    group goes, ptxas with it, and the child's temporary directory."""
+    from dataclasses import asdict
+
+    from tilec.server import pool
+
+    tmpdir = tempfile.mkdtemp(prefix="tilec-compile-")
+    parent, child = pool._CTX.Pipe(duplex=False)
+    proc = pool._CTX.Process(target=pool._child_main, args=(child, "compile", {"request": _big_matmul()}, 4096,
+                                                              tmpdir), daemon=True)  # fmt: skip
+    with pool._main_not_rerun():
+        proc.start()
+    child.close()
+    deadline = time.monotonic() + 240
+    while not _ptxas_under(private_tmp) and time.monotonic() < deadline:
+        assert proc.is_alive() and not parent.poll(0), "the compile ended before its ptxas was seen"
+        time.sleep(0.02)
+    assert _ptxas_under(private_tmp), asdict(_big_matmul().options)
+    pool.kill_group(proc, tmpdir)
+    parent.close()
+    time.sleep(0.5)
+    assert _ptxas_under(private_tmp) == [] and _left(private_tmp) == []
