@@ -50,7 +50,9 @@ def test_gpu_bench_times_in_its_sandbox_and_survives_a_fault(monkeypatch: pytest
         t = bench.time(add, CONFIG, max_seconds=0.3)
         assert isinstance(t, Timing) and 0 < t.median_ms < 5, t
         layers = bench.layers
-        assert layers["seccomp"] and "net" in layers["namespaces"] and "RLIMIT_DATA" in layers["rlimits"], layers
+        assert layers["seccomp"] and "net" in layers["namespaces"] and "RLIMIT_DATA" in layers["rlimits"], (
+            layers
+        )
         with open(f"/proc/{bench.pid}/environ", "rb") as f:
             names = {e.split(b"=", 1)[0] for e in f.read().split(b"\0") if e}
         assert names <= {b"CUDA_VISIBLE_DEVICES", b"CUDA_DEVICE_ORDER", b"NVIDIA_VISIBLE_DEVICES"}, names
@@ -61,7 +63,9 @@ def test_gpu_bench_times_in_its_sandbox_and_survives_a_fault(monkeypatch: pytest
         with pytest.raises(TrialFault) as info:
             bench.time(bad, CONFIG)
         assert info.value.kind in ("fault", "crash"), info.value
-        assert isinstance(bench.time(add, CONFIG, max_seconds=0.2), Timing), "a fresh sandboxed child took over"
+        assert isinstance(bench.time(add, CONFIG, max_seconds=0.2), Timing), (
+            "a fresh sandboxed child took over"
+        )
 
 
 def test_the_default_largest_launch_fits_the_default_limit() -> None:

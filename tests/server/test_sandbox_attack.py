@@ -77,11 +77,17 @@ def _bench_children(api_pid: int) -> list[int]:
                 return True
         return False
 
-    return [p for p, cmd in commands.items() if descends(p) and (b"sandboxed_bench" in cmd or b"spawn_main" in cmd)]
+    return [
+        p
+        for p, cmd in commands.items()
+        if descends(p) and (b"sandboxed_bench" in cmd or b"spawn_main" in cmd)
+    ]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def hostile_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+def hostile_service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple]:
     tmp = tmp_path_factory.mktemp(f"attack-{request.param}")
     url, drop = _database(request, request.param, tmp)
     if request.param == "postgresql":  # trust auth: the password is carried, never asked for
@@ -90,7 +96,9 @@ def hostile_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     env = {**FAST, "TILEC_DATABASE_URL": url, "TILEC_DATA_DIR": str(tmp), "TILEC_MIGRATE_ON_START": "false",
            "TILEC_SIGNING_KEY": pem, "AWS_SECRET_ACCESS_KEY": CLOUD_KEY, "TILEC_BENCH_TIMEOUT_S": "4"}  # fmt: skip
     service = Service("inprocess", url, env)
-    needles = [key_line, CLOUD_KEY.encode()] + ([DB_PASSWORD.encode()] if request.param == "postgresql" else [])
+    needles = [key_line, CLOUD_KEY.encode()] + (
+        [DB_PASSWORD.encode()] if request.param == "postgresql" else []
+    )
     try:
         service.start_api()
         yield service, needles
@@ -133,7 +141,9 @@ def test_a_secret_reading_kernel_finds_nothing(hostile_service: tuple) -> None:
                  for t in job["trials"]}  # fmt: skip
     spin = by_config[(0, 7, 1)]
     assert spin["status"] == "failed" and spin["reason"].startswith("timeout: no answer in 4 s"), spin
-    assert by_config[(2, 7, 0)]["status"] == "ok", "a config after the stopped one is timed (the worker lives)"
+    assert by_config[(2, 7, 0)]["status"] == "ok", (
+        "a config after the stopped one is timed (the worker lives)"
+    )
     for t in job["trials"]:
         assert t["status"] == "ok" or (t["reason"] or "").isprintable(), t
     assert service.http.get(service.url + "/healthz").status_code == 200
