@@ -15,8 +15,8 @@ The layers, in the order the child applies them, and what each stops:
   dropped (`_confine`, cpu only: the CUDA driver needs /dev and /proc): no view of the host's files
   (no /proc/<server pid>/environ, no data dir, no signing key file), and no way back out.
 - no_new_privs and a seccomp filter (`_seccomp`, x86-64): no new processes (fork, vfork, execve;
-  clone only for threads), no sockets, no ptrace or process_vm_readv of other processes, no
-  mount/unshare/setns/chroot, no bpf, perf, keyctl, io_uring, kernel modules.
+  clone only for threads), no sockets, no ptrace or process_vm_readv of other processes, no signal
+  to another process, no mount/unshare/setns/chroot, no bpf, perf, keyctl, io_uring, kernel modules.
 What the child sends back is JSON (never pickle: the parent must not unpickle a stranger's bytes),
 bounded in size; the parent escapes and bounds every message (`clean`).
 """
@@ -281,8 +281,10 @@ _DENY_X86_64 = {
     "kexec_file_load": 320, "bpf": 321, "execveat": 322, "userfaultfd": 323, "pidfd_send_signal": 424,
     "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
     "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_open": 434,
-    "pidfd_getfd": 438, "process_madvise": 440,
+    "pidfd_getfd": 438, "process_madvise": 440, "tkill": 200, "rt_sigqueueinfo": 129,
+    "rt_tgsigqueueinfo": 297,
 }  # fmt: skip
+_KILL, _TGKILL = 62, 234  # signals: to this process (or its own group, 0) only
 _CLONE, _CLONE3 = 56, 435
 _CLONE_THREAD = 0x00010000
 _AUDIT_ARCH_X86_64 = 0xC000003E
@@ -301,7 +303,7 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
 
 
-def _bpf_program() -> list[tuple[int, int, int, int]]:
+def _bpf_program(pid: int) -> list[tuple[int, int, int, int]]:
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JGE, JSET, RET|K
     allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
     eperm, enosys = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS  # SECCOMP_RET_ERRNO
@@ -310,6 +312,15 @@ def _bpf_program() -> list[tuple[int, int, int, int]]:
     for nr in sorted(_DENY_X86_64.values()):
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, eperm)]
     prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, enosys)]
+    for nr in (_KILL, _TGKILL):  # another process's pid (a neighbour sandbox, the server) is refused
+        prog += [
+            (jeq, 0, 5, nr),  # not this call: past the block
+            (ld, 0, 0, 16),
+            (jeq, 2, 0, pid),
+            (jeq, 1, 0, 0),
+            (ret, 0, 0, eperm),
+            (ret, 0, 0, allow),
+        ]
     prog += [(jeq, 0, 3, _CLONE), (ld, 0, 0, 16), (jset, 1, 0, _CLONE_THREAD), (ret, 0, 0, eperm)]
     prog += [(ret, 0, 0, allow)]
     return prog
@@ -322,7 +333,7 @@ def _seccomp() -> bool:
     libc = _c()
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         return False
-    insns = _bpf_program()
+    insns = _bpf_program(os.getpid())
     array = (_Filter * len(insns))(*[_Filter(*i) for i in insns])
     prog = _Prog(len(insns), ctypes.cast(array, ctypes.POINTER(_Filter)))
     # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog): threads started by imports too
@@ -350,6 +361,8 @@ def probe(conn: Connection, profile: Profile, lockdown: Any) -> None:
     attempt("exec", lambda: os.execv("/bin/true", ["true"]))
     attempt("write_file", lambda: open("/x", "w").close())
     attempt("chroot_out", lambda: os.chroot(".."))
+    attempt("signal_parent", lambda: os.kill(os.getppid(), 0))
+    attempt("signal_self", lambda: os.kill(os.getpid(), 0))
     thread = threading.Thread(target=lambda: None)
     attempt("thread", thread.start)
     conn.send_bytes(json.dumps(report).encode())

@@ -97,7 +97,9 @@ def test_probe_finds_every_layer_shut() -> None:
         "chroot_out",
     ):
         assert report[attack] != "allowed", (attack, report)
-    assert report["thread"] == "allowed", "threads (the cpu runtime's pool) still work"
+    assert report["thread"] == report["signal_self"] == "allowed", (
+        "threads (the runtime's pool) and own signals work"
+    )
     assert not os.path.exists(child.tmpdir), "the private temporary directory is removed with the child"
 
 
@@ -160,3 +162,18 @@ def test_a_kernels_words_are_escaped_and_bounded() -> None:
 def test_clean() -> None:
     assert clean("ok: \x00\x1b\u202e\xff") == "ok: \\x00\\x1b\\u202e\\xff"
     assert len(clean("é" * 1000)) == MAX_MESSAGE_CHARS
+
+
+def test_the_filter_alone_refuses_without_the_chroot() -> None:
+    """The cuda profile keeps the host's files in view (the driver needs /dev and /proc) and its uid: there the
+    seccomp filter and the namespaces alone refuse new processes, sockets, and signals to the server."""
+    child = Child("tilec.client._sandbox:probe", Profile(kind="cuda"))
+    try:
+        assert child.poll(60), "the probe never answered"
+        report = child.recv()
+    finally:
+        child.kill()
+    assert report["layers"]["seccomp"] and "chroot" not in report["layers"], report["layers"]
+    assert report["read_host_file"] == "allowed", "no chroot in this profile: the filter is what is left"
+    for attack in ("socket", "fork", "exec", "signal_parent", "chroot_out"):
+        assert report[attack] == "EPERM", (attack, report)
