@@ -166,6 +166,8 @@ def child_main(entry: str) -> None:
     (module:function) with the connection, the profile and `lockdown`, which the entry calls once it has
     imported and prepared what it needs and before it touches a stranger's code."""
     fd, data = int(sys.argv[1]), json.loads(sys.argv[2])
+    parent = os.getppid()
+    _die_with(parent)
     profile = Profile(kind=data["kind"], limits=Limits(**data["limits"]), tmpdir=data["tmpdir"])
     layers: dict[str, Any] = {"exec": True, "env": not os.environ or sorted(os.environ)}
     layers["rlimits"] = _limit(profile)
@@ -180,10 +182,20 @@ def child_main(entry: str) -> None:
         os.closerange(0, 3)  # /dev/null: no descriptor but the socket stays
         if profile.kind == "cpu":
             layers["chroot"] = _confine(profile.tmpdir, layers["namespaces"])
+            _die_with(parent)  # a change of uid clears the parent-death signal
         layers["seccomp"] = _seccomp()
         return layers
 
     main(conn, profile, lockdown)
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL this child when the process that started it dies (a worker SIGKILLed mid-trial must not leave
+    a kernel spinning for nobody: the child leads a session of its own, so no group kill reaches it)."""
+    if sys.platform.startswith("linux"):
+        _c().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
 
 
 def _limit(profile: Profile) -> dict[str, int]:

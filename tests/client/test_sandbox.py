@@ -177,3 +177,53 @@ def test_the_filter_alone_refuses_without_the_chroot() -> None:
     assert report["read_host_file"] == "allowed", "no chroot in this profile: the filter is what is left"
     for attack in ("socket", "fork", "exec", "signal_parent", "chroot_out"):
         assert report[attack] == "EPERM", (attack, report)
+
+
+ORPHAN = """
+import sys, time
+sys.path.insert(0, ".")
+from tests.client.test_sandbox import SPIN
+from tests.client.test_bench import _compile
+from tilec.client._bench import BenchProcess
+from tilec.compiler.tune.launch import LaunchDescription, resolve
+sig = {"x_ptr": "*fp32", "n": "i64"}
+spin = _compile(SPIN, "spin", sig, {})
+bench = BenchProcess("cpu", resolve(LaunchDescription(grid=["1"], args={"x_ptr": "randn(4)", "n": 10**15}), sig,
+                     list(sig)), timeout_s=600)
+bench.device_info()
+print(bench.pid, flush=True)
+bench.time(spin, {})
+"""
+
+
+def test_a_bench_child_dies_with_its_parent() -> None:
+    """A worker SIGKILLed mid-trial (its bench child leads a session of its own, out of reach of a group kill):
+    the child, spinning in a kernel, dies with it instead of spinning for nobody."""
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(proc.stdout.readline())
+        time.sleep(1.0)  # spinning now
+        assert Path(f"/proc/{child}").exists()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the bench child outlived its parent"
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
