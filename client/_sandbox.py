@@ -191,7 +191,8 @@ def child_main(entry: str) -> None:
 
 def _die_with(parent: int) -> None:
     """SIGKILL this child when the process that started it dies (a worker SIGKILLed mid-trial must not leave
-    a kernel spinning for nobody: the child leads a session of its own, so no group kill reaches it)."""
+    a kernel spinning for nobody: the child leads a session of its own, so no group kill reaches it). Linux
+    sends it when the *thread* that started the child ends: start a Child from a thread that outlives it."""
     if sys.platform.startswith("linux"):
         _c().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # it died before the line above
