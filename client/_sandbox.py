@@ -42,8 +42,9 @@ from typing import Any
 
 MAX_REPLY_BYTES = 1 << 20  # a reply longer than this is a crash of the child, not data
 MAX_MESSAGE_CHARS = 300  # a kernel's words in a trial reason: this many characters, escaped
-# device selection only: no secret lives in these (the cuda bench needs them to see the same GPU)
-CUDA_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+# device selection and where the driver's library is: no secret lives in these (the cuda bench needs them to
+# load the same driver and see the same GPU)
+CUDA_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 NOBODY = 65534
 
 
@@ -104,10 +105,17 @@ class Child:
         profile.tmpdir = self.tmpdir
         mine, theirs = socket.socketpair()
         env = {k: os.environ[k] for k in CUDA_ENV if k in os.environ} if profile.kind == "cuda" else {}
-        boot = f"from tilec.client._sandbox import child_main; child_main({entry!r})"
+        # the parent's import path goes in the arguments (a checkout found through PYTHONPATH, as on the GPU
+        # machine, is found again without handing over the environment)
+        boot = (
+            "import sys, json; sys.path[:0] = json.loads(sys.argv[3]); "
+            f"from tilec.client._sandbox import child_main; child_main({entry!r})"
+        )
+        paths = [p for p in sys.path if p and os.path.isdir(p)]
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", boot, str(theirs.fileno()), json.dumps(_profile_data(profile))],
+                [sys.executable, "-I", "-c", boot, str(theirs.fileno()), json.dumps(_profile_data(profile)),
+                 json.dumps(paths)],
                 env=env, cwd=self.tmpdir, close_fds=True, pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: a kill takes every thread and child with it

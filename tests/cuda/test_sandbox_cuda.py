@@ -55,7 +55,12 @@ def test_gpu_bench_times_in_its_sandbox_and_survives_a_fault(monkeypatch: pytest
         )
         with open(f"/proc/{bench.pid}/environ", "rb") as f:
             names = {e.split(b"=", 1)[0] for e in f.read().split(b"\0") if e}
-        assert names <= {b"CUDA_VISIBLE_DEVICES", b"CUDA_DEVICE_ORDER", b"NVIDIA_VISIBLE_DEVICES"}, names
+        assert names <= {
+            b"CUDA_VISIBLE_DEVICES",
+            b"CUDA_DEVICE_ORDER",
+            b"NVIDIA_VISIBLE_DEVICES",
+            b"LD_LIBRARY_PATH",
+        }, names
         targets = [os.readlink(f"/proc/{bench.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{bench.pid}/fd")]
         files = [t for t in targets if t.startswith("/") and not t.startswith("/dev/")]
         assert files == [], f"no host file is open in the bench child: {files}"
