@@ -16,7 +16,9 @@ The layers, in the order the child applies them, and what each stops:
   (no /proc/<server pid>/environ, no data dir, no signing key file), and no way back out.
 - no_new_privs and a seccomp filter (`_seccomp`, x86-64): no new processes (fork, vfork, execve;
   clone only for threads), no sockets, no ptrace or process_vm_readv of other processes, no signal
-  to another process, no mount/unshare/setns/chroot, no bpf, perf, keyctl, io_uring, kernel modules.
+  to another process, no mount/unshare/setns/chroot, no bpf, perf, keyctl, io_uring, kernel modules;
+  cpu: no opening, creating, renaming, removing or changing a file either (what keeps the child from
+  the server's files where no namespace could be made).
 What the child sends back is JSON (never pickle: the parent must not unpickle a stranger's bytes),
 bounded in size; the parent escapes and bounds every message (`clean`).
 """
@@ -105,17 +107,19 @@ class Child:
         profile.tmpdir = self.tmpdir
         mine, theirs = socket.socketpair()
         env = {k: os.environ[k] for k in CUDA_ENV if k in os.environ} if profile.kind == "cuda" else {}
-        # the parent's import path goes in the arguments (a checkout found through PYTHONPATH, as on the GPU
-        # machine, is found again without handing over the environment)
+        # the parent's import path goes in the arguments (a checkout found only through PYTHONPATH, as on the
+        # GPU machine, is found again without handing over the environment); this file is loaded by path, not
+        # through tilec.client, whose imports start threads: namespaces need a process of one thread
         boot = (
-            "import sys, json; sys.path[:0] = json.loads(sys.argv[3]); "
-            f"from tilec.client._sandbox import child_main; child_main({entry!r})"
+            "import sys, json, importlib.util as u; sys.path[:0] = json.loads(sys.argv[3]); "
+            "s = u.spec_from_file_location('_tilec_sandbox', sys.argv[4]); m = u.module_from_spec(s); "
+            f"sys.modules[s.name] = m; s.loader.exec_module(m); m.child_main({entry!r})"
         )
         paths = [p for p in sys.path if p and os.path.isdir(p)]
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", boot, str(theirs.fileno()), json.dumps(_profile_data(profile)),
-                 json.dumps(paths)],
+                 json.dumps(paths), os.path.abspath(__file__)],
                 env=env, cwd=self.tmpdir, close_fds=True, pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: a kill takes every thread and child with it
@@ -191,7 +195,12 @@ def child_main(entry: str) -> None:
         if profile.kind == "cpu":
             layers["chroot"] = _confine(profile.tmpdir, layers["namespaces"])
             _die_with(parent)  # a change of uid clears the parent-death signal
-        layers["seccomp"] = _seccomp()
+        else:
+            try:
+                os.rmdir(profile.tmpdir)  # its working directory, empty: removed now, whatever happens later
+            except OSError:
+                pass
+        layers["seccomp"] = _seccomp(files=profile.kind != "cpu")
         return layers
 
     main(conn, profile, lockdown)
@@ -270,7 +279,9 @@ def _unshare() -> list[str]:
 def _confine(root: str, namespaces: list[str]) -> bool:
     """chroot into `root` (empty, private), then become nobody with no capabilities: True when done."""
     try:
-        os.chroot(root)
+        os.chdir(root)
+        os.rmdir(root)  # gone from the host now, whatever happens to the parent; still this child's root
+        os.chroot(".")
         os.chdir("/")
     except OSError:
         return False
@@ -306,6 +317,16 @@ _DENY_X86_64 = {
     "rt_tgsigqueueinfo": 297,
 }  # fmt: skip
 _KILL, _TGKILL = 62, 234  # signals: to this process (or its own group, 0) only
+# and for a cpu child, which needs no file once it has loaded its pieces: no opening a file, and no changing
+# one (where no namespace or chroot could be made, this is what keeps it from the server's files)
+_DENY_FILES_X86_64 = {
+    "open": 2, "truncate": 76, "rename": 82, "mkdir": 83, "rmdir": 84, "creat": 85, "link": 86, "unlink": 87,
+    "symlink": 88, "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94, "utime": 132,
+    "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+    "fremovexattr": 199, "utimes": 235, "openat": 257, "mkdirat": 258, "fchownat": 260, "futimesat": 261,
+    "unlinkat": 263, "renameat": 264, "linkat": 265, "symlinkat": 266, "fchmodat": 268, "utimensat": 280,
+    "renameat2": 316, "openat2": 437, "fchmodat2": 452,
+}  # fmt: skip
 _CLONE, _CLONE3 = 56, 435
 _CLONE_THREAD = 0x00010000
 _AUDIT_ARCH_X86_64 = 0xC000003E
@@ -324,13 +345,14 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
 
 
-def _bpf_program(pid: int) -> list[tuple[int, int, int, int]]:
+def _bpf_program(pid: int, files: bool) -> list[tuple[int, int, int, int]]:
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JGE, JSET, RET|K
     allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
     eperm, enosys = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS  # SECCOMP_RET_ERRNO
     prog = [(ld, 0, 0, 4), (jeq, 1, 0, _AUDIT_ARCH_X86_64), (ret, 0, 0, kill), (ld, 0, 0, 0)]
     prog += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # the x32 ABI's numbers
-    for nr in sorted(_DENY_X86_64.values()):
+    denied = {**_DENY_X86_64, **({} if files else _DENY_FILES_X86_64)}
+    for nr in sorted(denied.values()):
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, eperm)]
     prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, enosys)]
     for nr in (_KILL, _TGKILL):  # another process's pid (a neighbour sandbox, the server) is refused
@@ -347,14 +369,15 @@ def _bpf_program(pid: int) -> list[tuple[int, int, int, int]]:
     return prog
 
 
-def _seccomp() -> bool:
-    """no_new_privs, then the filter on every thread of the process (TSYNC); True when installed."""
+def _seccomp(files: bool) -> bool:
+    """no_new_privs, then the filter on every thread of the process (TSYNC); True when installed. `files`:
+    whether the child may still open and change files (cuda: its driver opens device nodes and /proc)."""
     if not sys.platform.startswith("linux") or platform.machine() != "x86_64":
         return False
     libc = _c()
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         return False
-    insns = _bpf_program(os.getpid())
+    insns = _bpf_program(os.getpid(), files)
     array = (_Filter * len(insns))(*[_Filter(*i) for i in insns])
     prog = _Prog(len(insns), ctypes.cast(array, ctypes.POINTER(_Filter)))
     # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog): threads started by imports too

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import sys
 import time
 
@@ -227,3 +228,38 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+UNPRIVILEGED_PROBE = """
+import json
+from tilec.client._sandbox import Child, Profile
+child = Child("tilec.client._sandbox:probe", Profile())
+print(json.dumps(child.recv() if child.poll(60) else None))
+child.kill()
+"""
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="util-linux's setpriv is not installed")
+def test_without_privileges_a_user_namespace_stands_in() -> None:
+    """A service run without capabilities (not root, or root with every capability dropped, as here): the
+    child makes a user namespace first and gets every other layer, and the filter alone keeps it from files."""
+    import json
+    import subprocess
+
+    cmd = [
+        "setpriv",
+        "--bounding-set",
+        "-all",
+        "--inh-caps",
+        "-all",
+        sys.executable,
+        "-c",
+        UNPRIVILEGED_PROBE,
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    report = json.loads(out)
+    layers = report["layers"]
+    assert layers["namespaces"][:2] == ["user", "net"] and layers["chroot"] and layers["seccomp"], layers
+    for attack in ("read_host_file", "read_parent_environ", "socket", "fork", "exec", "write_file", "chroot_out",
+                   "signal_parent"):  # fmt: skip
+        assert report[attack] != "allowed", (attack, report)
