@@ -242,7 +242,7 @@ def _limited_child(conn: Any, fn: Callable[..., Any], args: tuple, memory_mb: in
     os.setpgid(0, 0)
     tempfile.tempdir = tmpdir
     os.environ["TMPDIR"] = tmpdir  # ptxas's own temporary files
-    _follow_parent(parent)
+    _follow_parent(parent, tmpdir)
     _preload()  # before the limit: the limit is the compile's, not the imports'
     if memory_mb > 0:
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -292,7 +292,7 @@ def end_limited(conn: Any, proc: Any, tmpdir: str) -> None:
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def _follow_parent(parent: int) -> None:
+def _follow_parent(parent: int, tmpdir: str | None = None) -> None:
     """In a compile worker: exit when the process that started the pool is gone (a tune worker killed
     mid-job), instead of compiling on for nobody. Its parent is the forkserver, so watch the pid."""
     import threading
@@ -304,6 +304,9 @@ def _follow_parent(parent: int) -> None:
             try:
                 os.kill(parent, 0)
             except ProcessLookupError:
+                if tmpdir is not None:  # a limited child: its directory, then its group (its ptxas too)
+                    shutil.rmtree(tmpdir, ignore_errors=True)
+                    os.killpg(0, signal.SIGKILL)
                 os._exit(0)
             except PermissionError:  # alive, another user's (cannot happen for our own parent)
                 pass

@@ -165,3 +165,41 @@ def test_the_services_compile_pool_kills_a_compile_with_its_ptxas(private_tmp: P
     parent.close()
     time.sleep(0.5)
     assert _ptxas_under(private_tmp) == [] and _left(private_tmp) == []
+
+
+KILLED_WORKER = """
+import sys, tempfile
+sys.path.insert(0, ".")
+tempfile.tempdir = sys.argv[1]
+from tests.tune.test_limited_compile import _big_matmul
+from tilec.compiler.tune.tuner import limited_compiler
+list(limited_compiler(1, timeout_s=600)([_big_matmul()]))
+"""
+
+
+@needs_ptxas
+def test_a_worker_killed_mid_ptxas_leaves_no_ptxas_and_no_files(tmp_path: Path) -> None:
+    """The tune worker itself SIGKILLed (Celery's trap) while a config is in ptxas: its compile child (a group
+    of its own, out of reach of a kill of the worker's group) notices, removes its directory and kills its
+    group, ptxas included."""
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WORKER, str(tmp_path)], cwd=root)
+    try:
+        deadline = time.monotonic() + 240
+        while not _ptxas_under(tmp_path) and time.monotonic() < deadline:
+            assert proc.poll() is None, "the worker ended before its ptxas was seen"
+            time.sleep(0.02)
+        assert _ptxas_under(tmp_path)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while (_ptxas_under(tmp_path) or _left(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _ptxas_under(tmp_path) == [] and _left(tmp_path) == []
+    finally:
+        proc.kill()
+        proc.wait()
