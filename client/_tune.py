@@ -111,6 +111,11 @@ def run_tune(
 
     own = bench is None
     # the bench child starts now and gets ready (imports, arrays, device buffers) while the configs compile
+    if bench_limits is None:  # `tilec tune` here: room for the launch's arrays (a service passes its own)
+        from ._sandbox import Limits
+
+        arrays_mb = sum(t.nbytes for t in prepared.resolved.tensors.values()) >> 20
+        bench_limits = Limits(memory_mb=max(Limits().memory_mb, arrays_mb + 1536))
     bench = bench or BenchProcess(prepared.spec.target, prepared.resolved, seed=prepared.spec.seed,
                                   timeout_s=bench_timeout_s, limits=bench_limits)  # fmt: skip
     try:
