@@ -14,7 +14,7 @@ python3 -c 'import torch, triton, llvmlite, cuda.bindings as cb; print(torch.cud
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 if [ "$stage" = all ] || [ "$stage" = tests ]; then
   timeout 420 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
-    tests/cuda/test_gpu.py tests/cuda/test_gpu_every_op.py tests/frontend/test_wild_cuda.py 2>&1 \
+    tests/cuda/test_gpu.py tests/cuda/test_gpu_every_op.py tests/frontend/test_wild_cuda.py tests/cuda/test_sandbox_cuda.py 2>&1 \
     | tee "$OUT/gpu_tests.log" | tail -40
   python3 bench/launch_cpu.py 2>&1 | tee "$OUT/launch_cpu.log"
 fi

@@ -5,13 +5,14 @@ replaceable child process, so a kernel that faults or hangs fails its trial, not
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import math
 import os
 import platform
 import signal
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from tilec.compiler.artifact import Artifact, parse_target
@@ -20,6 +21,7 @@ from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
 from tilec.compiler.tune.stats import Timing, adaptive
 
 from .errors import KernelAssertionError, LaunchError, TilecError
+from .sandbox import Child, Limits, Profile, clean, per_call
 
 FAULT_KINDS = ("fault", "crash", "timeout", "launch")
 _L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any GPU so far (H100: 50 MiB)
@@ -384,17 +386,34 @@ def make_bench(
 # ---- the bench process --------------------------------------------------------------------------------
 
 
-def _child(conn, target: str, resolved: ResolvedLaunch, seed: int, device: int) -> None:
-    """The bench process: makes its bench (arrays once), answers ("ok", value) or ("fault", kind, msg)."""
+def _timing_data(value: Any) -> Any:
+    return asdict(value) if isinstance(value, Timing) else value
+
+
+def sandboxed_bench(conn, profile: Any, lockdown: Callable[[], dict]) -> None:
+    """The bench process (runtime/sandbox.py: a fresh exec, limits and namespaces already applied): takes
+    its spec from the parent, imports and makes its bench (arrays once), locks itself down, then answers
+    each request with JSON: {"ok": value} or {"fault": kind, "message": text}. A stranger's code runs only
+    after the lockdown."""
+    import json
+
+    def reply(data: dict) -> None:
+        conn.send_bytes(json.dumps(data).encode())
+
     try:
+        target, resolved, seed, device = conn.recv()
+        if target == "cpu":
+            from . import cpu as _runtime_cpu
+
+            _runtime_cpu.prepare()  # LLVM, libm and the JIT's pieces loaded before the filesystem goes away
         bench = make_bench(target, resolved, seed, device=device)
     except TrialFault as exc:
-        conn.send(("fault", exc.kind, f"the bench cannot start: {exc.message}"))
+        reply({"fault": exc.kind, "message": f"the bench cannot start: {exc.message}"})
         return
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it as a TrialFault
-        conn.send(("fault", "crash", f"the bench cannot start: {type(exc).__name__}: {exc}"))
+        reply({"fault": "crash", "message": f"the bench cannot start: {type(exc).__name__}: {exc}"})
         return
-    conn.send(("ok", None))
+    reply({"ok": lockdown()})
     while True:
         try:
             op, *rest = conn.recv()
@@ -402,16 +421,19 @@ def _child(conn, target: str, resolved: ResolvedLaunch, seed: int, device: int) 
             return
         if op == "close":
             return
+        per_call(profile.limits)
         try:
             value = bench.time(rest[0], rest[1], **rest[2]) if op == "time" else bench.device_info()
         except TrialFault as exc:
-            conn.send(("fault", exc.kind, exc.message))
+            reply({"fault": exc.kind, "message": exc.message})
             continue
         except Exception as exc:  # noqa: BLE001 - any other error fails the trial; the process is replaced
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            conn.send(("fault", "crash", f"{type(exc).__name__}: {exc} (at {where.name}:{where.lineno})"))
+            reply(
+                {"fault": "crash", "message": f"{type(exc).__name__}: {exc} (at {where.name}:{where.lineno})"}
+            )
             continue
-        conn.send(("ok", value))
+        reply({"ok": _timing_data(value)})
 
 
 def _exit_reason(code: int | None) -> str:
@@ -425,11 +447,25 @@ def _exit_reason(code: int | None) -> str:
     return f"the bench process exited with status {code}"
 
 
+def _timing(value: Any) -> Timing:
+    """A Timing from the child's JSON, every field checked: finite, non-negative times, a whole count."""
+    try:
+        t = Timing(**{k: value[k] for k in ("median_ms", "lo_ms", "hi_ms", "reps", "converged")})
+    except (TypeError, KeyError) as exc:
+        raise TrialFault("crash", "the bench process answered a malformed timing") from exc
+    times = (t.median_ms, t.lo_ms, t.hi_ms)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+               for x in times) or not isinstance(t.reps, int) or t.reps < 1:  # fmt: skip
+        raise TrialFault("crash", "the bench process answered a malformed timing")
+    return t
+
+
 class BenchProcess:
-    """A bench in a child process (multiprocessing 'spawn': CUDA must not be forked), replaced after a
-    fault, a crash or a timeout: a kernel that faults fails its trial, not the worker. The child starts
-    at construction (overlapping the caller's compiles); `timeout_s` bounds each call after start-up,
-    `start_timeout_s` the start (imports, arrays, device buffers). Not for use from several threads."""
+    """A bench in a sandboxed child process (runtime/sandbox.py: exec'd fresh, empty environment, limits,
+    namespaces, seccomp), replaced after a fault, a crash or a timeout: a kernel that faults fails its
+    trial, not the worker. The child starts at construction (overlapping the caller's compiles);
+    `timeout_s` bounds each call after start-up, `start_timeout_s` the start (imports, arrays, device
+    buffers); `limits` what the child may use. Not for use from several threads."""
 
     def __init__(
         self,
@@ -440,91 +476,101 @@ class BenchProcess:
         *,
         device: int = 0,
         start_timeout_s: float = 120.0,
+        limits: Limits | None = None,
     ) -> None:
         self._spec = (target, resolved, seed, device)
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
+        self.limits = limits or Limits()
         self.restarts = 0
-        self._ctx = mp.get_context("spawn")
-        self._proc: Any = None
-        self._conn: Any = None
+        self.layers: dict[str, Any] = {}  # what the child's sandbox applied (its answer to the start)
+        self._child: Child | None = None
         self._ready = False
         self._spawned = 0
         self._start()
 
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child is not None else None
+
     def _start(self) -> None:
-        parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_child, args=(child, *self._spec), name="tilec-bench", daemon=True)
-        proc.start()
-        child.close()  # the parent's copy: a dead child must read as end-of-file
-        self._proc, self._conn, self._ready = proc, parent, False
+        kind = "cpu" if self._spec[0] == "cpu" else "cuda"
+        self._child = Child("tilec.runtime.bench:sandboxed_bench", Profile(kind=kind, limits=self.limits))
+        self._child.send(self._spec)
+        self._ready = False
         if self._spawned:
             self.restarts += 1
         self._spawned += 1
 
     def _discard(self) -> int | None:
         """Kill the child (if alive) and forget it; its exit code."""
-        proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
-        if proc is None:
+        child, self._child = self._child, None
+        if child is None:
             return None
-        if proc.is_alive():
-            proc.join(0.2)  # a child that just crashed: let its exit code arrive
-        if proc.is_alive():
-            proc.kill()
-        proc.join(5)
-        conn.close()
-        return proc.exitcode
+        return child.kill(grace_s=0.2)  # a child that just crashed: let its exit code arrive
 
     def _ask(self, message: tuple | None, timeout: float, doing: str) -> Any:
+        child = self._child
         if message is not None:
             try:
-                self._conn.send(message)
+                child.send(message)
             except (BrokenPipeError, OSError):
                 raise TrialFault("crash", f"{_exit_reason(self._discard())} {doing}") from None
-        if not self._conn.poll(timeout):
+        if not child.poll(timeout):
             self._discard()
             raise TrialFault("timeout", f"no answer in {timeout:g} s {doing}; the bench process was killed")
         try:
-            reply = self._conn.recv()
-        except (EOFError, OSError):
+            reply = child.recv()
+        except (EOFError, OSError, ValueError):
             raise TrialFault("crash", f"{_exit_reason(self._discard())} {doing}") from None
-        if reply[0] == "ok":
-            return reply[1]
-        _, kind, text = reply
+        if isinstance(reply, dict) and "ok" in reply:
+            return reply["ok"]
+        kind = reply.get("fault") if isinstance(reply, dict) else None
+        if kind not in FAULT_KINDS:
+            self._discard()
+            raise TrialFault("crash", f"the bench process answered something else than a result {doing}")
         if kind != "launch":  # after a fault the context is dead; after a crash the state is unknown
             self._discard()
-        raise TrialFault(kind, text)
+        raise TrialFault(kind, clean(reply.get("message", "")))
 
     def _ensure(self) -> None:
-        if self._proc is None:
+        if self._child is None:
             self._start()
         if not self._ready:
             try:
-                self._ask(None, self.start_timeout_s, "while starting")
+                layers = self._ask(None, self.start_timeout_s, "while starting")
             except TrialFault:
                 self._discard()  # a child that could not start has exited, whatever the kind
                 raise
+            self.layers = layers if isinstance(layers, dict) else {}
             self._ready = True
 
     def time(self, art: Artifact, config: dict, **kw: Any) -> Timing:
         """Bench.time in the child; raises TrialFault (the child is replaced on the next call)."""
         self._ensure()
-        return self._ask(("time", art, config, kw), self.timeout_s, f"while timing {art.kernel_name}")
+        return _timing(
+            self._ask(("time", art, config, kw), self.timeout_s, f"while timing {art.kernel_name}")
+        )
 
     def device_info(self) -> dict:
         self._ensure()
-        return self._ask(("info",), self.timeout_s, "while reading the device")
+        info = self._ask(("info",), self.timeout_s, "while reading the device")
+        if not isinstance(info, dict):
+            raise TrialFault("crash", "the bench process answered a malformed device description")
+        return {
+            clean(k, 40): v if isinstance(v, (int, float)) or v is None else clean(v, 120)
+            for k, v in info.items()
+        }
 
     def close(self) -> None:
-        if self._proc is None:
+        if self._child is None:
             return
         try:
-            self._conn.send(("close",))
+            self._child.send(("close",))
         except (BrokenPipeError, OSError):
             pass
-        self._proc.join(min(5.0, self.timeout_s))
-        self._discard()
+        child, self._child = self._child, None
+        child.kill(grace_s=min(5.0, self.timeout_s))
 
     def __enter__(self) -> BenchProcess:
         return self

@@ -64,6 +64,19 @@ def _init_llvm() -> None:
     _ready = True
 
 
+def prepare() -> None:
+    """Everything a load will need from the filesystem, loaded now: the native target, libm and libgcc_s, the
+    target machine's module and the thread pool. A sandboxed bench (runtime/sandbox.py) calls it before it
+    gives up its view of the host's files."""
+    with _lock:
+        _init_llvm()
+    from concurrent.futures import thread  # noqa: F401
+
+    from tilec.compiler.backends.cpu.target import new_target_machine
+
+    new_target_machine()
+
+
 class CpuKernel:
     """A loaded cpu artifact: its grid function and argument layout."""
 

@@ -134,15 +134,24 @@ def run_tune(
     cancelled: Callable[[], bool] = lambda: False,
     compiler: Compiler | None = None,
     bench: Any = None,
+    bench_timeout_s: float = 60.0,
+    bench_limits: Any = None,
 ) -> tuple[Outcome, dict]:
     """Run the tune; (its outcome, the device's description: GPU model, driver, clocks). `known(device)`
     gives the trials an earlier tune on the same device model has recorded (not timed again);
-    `on_plan(n)` is told how many trials the tune will record before the first one."""
+    `on_plan(n)` is told how many trials the tune will record before the first one. The bench runs in a
+    sandboxed child (runtime/sandbox.py) under `bench_limits`, each call bounded by `bench_timeout_s`."""
     from .bench import BenchProcess, device_info
 
     own = bench is None
     # the bench child starts now and gets ready (imports, arrays, device buffers) while the configs compile
-    bench = bench or BenchProcess(prepared.spec.target, prepared.resolved, seed=prepared.spec.seed)
+    if bench_limits is None:  # `tilec tune` here: room for the launch's arrays (a service passes its own)
+        from .sandbox import Limits
+
+        arrays_mb = sum(t.nbytes for t in prepared.resolved.tensors.values()) >> 20
+        bench_limits = Limits(memory_mb=max(Limits().memory_mb, arrays_mb + 1536))
+    bench = bench or BenchProcess(prepared.spec.target, prepared.resolved, seed=prepared.spec.seed,
+                                  timeout_s=bench_timeout_s, limits=bench_limits)  # fmt: skip
     try:
         device = device_info(prepared.spec.target)
         tuner = Tuner(

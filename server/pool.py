@@ -1,7 +1,9 @@
 """Compiles off the event loop: one child process per task, forked from a preloaded forkserver.
 
-Each child gets an address-space limit (RLIMIT_AS) and a wall-clock limit (killed when it runs over);
-a bounded number run at once. Identical concurrent tasks share one run (single flight by key).
+Each child gets an address-space limit (RLIMIT_AS, which its ptxas inherits), a wall-clock limit, a
+process group of its own and a private temporary directory: one that runs over is killed with its whole
+group (ptxas included) and its directory removed. Its answer is bounded (MAX_ANSWER_BYTES). A bounded
+number run at once. Identical concurrent tasks share one run (single flight by key).
 """
 
 from __future__ import annotations
@@ -9,8 +11,13 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import multiprocessing.forkserver
+import os
+import pickle
 import resource
+import shutil
+import signal
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -33,13 +40,40 @@ class TaskFailed(Exception):
         self.info = info
 
 
-def _child_main(conn: Any, task: str, kwargs: dict, memory_mb: int) -> None:
+MAX_ANSWER_BYTES = 64 << 20  # a compile's answer (artifact, texts, pass dumps) past this is refused
+
+
+def enter_group(tmpdir: str) -> None:
+    """In a compile child: lead a process group of its own (so that a kill reaches the tools it starts)
+    and keep every temporary file in `tmpdir` (the parent removes it, whatever happened)."""
+    os.setpgid(0, 0)
+    tempfile.tempdir = tmpdir
+    os.environ["TMPDIR"] = tmpdir  # the tools' own temporary files
+
+
+def kill_group(proc: Any, tmpdir: str | None) -> None:
+    """Kill a compile child's whole process group (the child and its ptxas) and remove its directory."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.join(5)
+    if tmpdir:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _child_main(conn: Any, task: str, kwargs: dict, memory_mb: int, tmpdir: str = "") -> None:
+    if tmpdir:
+        enter_group(tmpdir)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if memory_mb > 0:
         limit = memory_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit if hard < 0 else min(limit, hard), hard))
     try:
-        conn.send(("ok", _run_task(task, kwargs)))
+        answer = pickle.dumps(("ok", _run_task(task, kwargs)))
+        if len(answer) > MAX_ANSWER_BYTES:
+            answer = pickle.dumps(("internal", f"the answer is {len(answer)} bytes, over {MAX_ANSWER_BYTES}"))
+        conn.send_bytes(answer)
     except MemoryError:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         conn.send(("memory", None))
@@ -88,20 +122,16 @@ def _main_not_rerun() -> Iterator[None]:
         main.__spec__ = saved
 
 
-def _wait(proc: Any, conn: Any, timeout: float) -> tuple[str, Any]:
+def _wait(proc: Any, conn: Any, timeout: float, tmpdir: str | None = None) -> tuple[str, Any]:
     try:
         if not conn.poll(timeout):
-            proc.kill()
             return "timeout", None
-        return conn.recv()
+        return pickle.loads(conn.recv_bytes(MAX_ANSWER_BYTES + 4096))
     except (EOFError, OSError):
         proc.join(1)
         return "crash", f"exit code {proc.exitcode}"
     finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
+        kill_group(proc, tmpdir)  # a child past its time, and whatever it started; its temporary files
         conn.close()
 
 
@@ -148,12 +178,15 @@ class CompilePool:
 
     async def _run_child(self, task: str, kwargs: dict, timeout: float) -> Any:
         parent, child = _CTX.Pipe(duplex=False)
-        proc = _CTX.Process(target=_child_main, args=(child, task, kwargs, self.memory_mb), daemon=True)
+        tmpdir = tempfile.mkdtemp(prefix="tilec-compile-")
+        proc = _CTX.Process(
+            target=_child_main, args=(child, task, kwargs, self.memory_mb, tmpdir), daemon=True
+        )
         with _main_not_rerun():
             proc.start()
         child.close()
         loop = asyncio.get_running_loop()
-        status, value = await loop.run_in_executor(self._threads, _wait, proc, parent, timeout)
+        status, value = await loop.run_in_executor(self._threads, _wait, proc, parent, timeout, tmpdir)
         if status != "ok":
             raise TaskFailed(status, value)
         return value

@@ -52,11 +52,22 @@ class Settings(BaseSettings):
     heartbeat_s: float = 10.0
     max_deliveries: int = 3  # a job taken up this many times without finishing fails (it kills its worker)
     reaper_interval_s: float = 15.0  # how often the API requeues orphaned jobs
-    max_tensor_bytes: int = 1 << 32  # one tensor of a launch description
-    max_launch_bytes: int = 1 << 34  # all of them
+    # one tensor of a launch description, and all of them: what fits the bench child's bench_memory_mb with the
+    # interpreter, NumPy and LLVM (about 0.6 GB; a 2 GiB launch peaks at 2.65 GB of address space)
+    max_tensor_bytes: int = 1 << 30
+    max_launch_bytes: int = 1 << 31
+    max_grid_programs: int = (
+        1 << 24
+    )  # programs of one launch of a tune job, every config's grid checked at submit
     tune_compile_workers: int = 0  # processes compiling a tune's configs; 0: the CPU cores
     tune_full_seconds: float = 2.0  # the most one config's full timing takes (it stops sooner at a 1% interval)
     tune_brief_seconds: float = 0.25  # the most a brief timing (a round of successive halving) takes
+    # the sandboxed bench child (runtime/sandbox.py): wall seconds per call, its address space (cpu) or data
+    # segment (cuda), CPU seconds per call and over its life
+    bench_timeout_s: float = 60.0
+    bench_memory_mb: int = 4096
+    bench_cpu_s: int = 120
+    bench_life_cpu_s: int = 3600
     # caches
     lookup_cache_size: int = 4096
     lookup_cache_ttl_s: float = 5.0

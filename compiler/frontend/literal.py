@@ -14,6 +14,10 @@ from typing import Any
 
 MAX_INT_BITS = 256
 MAX_SEQ_LEN = 10_000
+# elements of a constant counted through its nesting (a string counts its characters): sharing makes
+# `((1,) * 100,) * 100 ...` tiny to write and huge to copy, print or send (a 173-byte kernel once made a
+# 200 MB answer for the API process to unpickle)
+MAX_ELEMENTS = 100_000
 
 
 class FoldError(Exception):
@@ -25,7 +29,27 @@ def _check(v: Any) -> Any:
         raise FoldError(f"constant expression exceeds {MAX_INT_BITS} bits")
     if isinstance(v, (str, tuple, list)) and len(v) > MAX_SEQ_LEN:
         raise FoldError(f"constant sequence longer than {MAX_SEQ_LEN}")
+    if isinstance(v, (tuple, list, dict)) and _elements(v, {}) > MAX_ELEMENTS:
+        raise FoldError(f"constant holds more than {MAX_ELEMENTS} elements (counted through its nesting)")
     return v
+
+
+def _elements(v: Any, seen: dict[int, int]) -> int:
+    """How many elements `v` holds counted through its nesting, each shared part counted every time it is
+    reached (as a copy would count it), computed once per object; stops counting past MAX_ELEMENTS."""
+    if isinstance(v, str):
+        return max(1, len(v))
+    if not isinstance(v, (tuple, list, dict)):
+        return 1
+    if id(v) in seen:
+        return seen[id(v)]
+    total = 0
+    for x in v.items() if isinstance(v, dict) else v:
+        total += _elements(x, seen)
+        if total > MAX_ELEMENTS:
+            break
+    seen[id(v)] = max(1, total)
+    return seen[id(v)]
 
 
 def _pow(a: Any, b: Any) -> Any:

@@ -36,6 +36,13 @@ class LaunchDescriptionError(TilecError, ValueError):
         where = f" (col {col})" if col is not None else ""
         super().__init__(f"{field}: {reason}{where}" if field else f"{reason}{where}")
 
+    def __reduce__(self) -> tuple:  # crosses process boundaries (a tune reads its launch in a limited child)
+        return type(self), (self.field, self.reason, self.col)
+
+
+class GridTooLarge(LaunchDescriptionError):
+    """A grid that computes, to more programs than a launch may have (or an axis past the device's range)."""
+
 
 LaunchError = LaunchDescriptionError  # this module's raises use it; import LaunchDescriptionError elsewhere
 
@@ -49,6 +56,7 @@ class LaunchBudgets:
     max_tensor_bytes: int = 1 << 32
     max_total_bytes: int = 1 << 34
     max_grid: int = 2**31 - 1
+    max_programs: int = 1 << 24  # programs of one launch, all axes together (2^31-1 took 60 s per config)
     max_args: int = 256
 
 
@@ -314,8 +322,13 @@ class ResolvedLaunch:
             if type(value) is not int:
                 raise LaunchError(where, f"a grid axis must be an integer, got {value!r}")
             if not 1 <= value <= limit:
-                raise LaunchError(where, f"a grid axis must be in 1..{limit}, got {value}")
+                raise GridTooLarge(where, f"a grid axis must be in 1..{limit}, got {value}")
             axes.append(value)
+        programs = math.prod(axes)
+        if programs > self.budgets.max_programs:
+            raise GridTooLarge(
+                "grid", f"{programs} programs, over the limit of {self.budgets.max_programs} per launch"
+            )
         return (*axes, 1, 1, 1)[:3]
 
     def values(self, name: str) -> int | float | bool | TensorArg:
@@ -509,10 +522,28 @@ def host_arrays(resolved: ResolvedLaunch, seed: int = 0) -> dict[str, np.ndarray
     return out
 
 
+_CHUNK = 1 << 20  # elements generated at a time: the peak is the output plus a few MiB, whatever the size
+
+
 def _generate(rng: np.random.Generator, t: TensorArg, count: int) -> np.ndarray:
+    """`count` random elements of the tensor's dtype, drawn in chunks straight into the result (a 512 MiB
+    bf16 randn once peaked at 3.6 GB: float64 draws, a float32 copy, the bits)."""
     dtype = np.dtype(_NUMPY[t.dtype])
     if t.init in ("zeros", "empty"):
         return np.zeros(count, dtype) if t.init == "zeros" else np.empty(count, dtype)
+    out = np.empty(count, np.uint16 if t.dtype == "bf16" else dtype)
+    for lo in range(0, count, _CHUNK):
+        out[lo : lo + _CHUNK] = _draw(rng, t, dtype, min(_CHUNK, count - lo))
+    if count and not out.any():  # random inputs are never all zeros (a one-element rand can draw 0.0)
+        if t.dtype in _FLOAT_MAX:
+            out[:1] = _bf16_bits(np.ones(1, np.float32)) if t.dtype == "bf16" else 1.0
+        else:
+            low, high = (t.low, t.high) if t.init == "randint" else _int_defaults(t.dtype, t.init)
+            out[0] = high - 1 or low  # a range holding only zero stays zero: the description asked for it
+    return out
+
+
+def _draw(rng: np.random.Generator, t: TensorArg, dtype: np.dtype, count: int) -> np.ndarray:
     if t.dtype in _FLOAT_MAX:
         wide = np.float64 if t.dtype == "fp64" else np.float32
         if t.init == "randint":
@@ -521,15 +552,11 @@ def _generate(rng: np.random.Generator, t: TensorArg, count: int) -> np.ndarray:
             values = (
                 rng.standard_normal(count, dtype=wide) if t.init == "randn" else rng.random(count, dtype=wide)
             )
-        if count and not values.any():
-            values[0] = 1.0  # random inputs are never all zeros (a one-element rand can draw 0.0)
         return _bf16_bits(values) if t.dtype == "bf16" else values.astype(dtype, copy=False)
     low, high = (t.low, t.high) if t.init == "randint" else _int_defaults(t.dtype, t.init)
-    values = rng.integers(low, high, count, dtype=np.int64 if t.dtype == "i1" else dtype)
-    nonzero = high - 1 or low  # a range holding only zero stays zero: the description asked for it
-    if count and not values.any():
-        values[0] = nonzero
-    return values.astype(dtype, copy=False)
+    return rng.integers(low, high, count, dtype=np.int64 if t.dtype == "i1" else dtype).astype(
+        dtype, copy=False
+    )
 
 
 def _int_defaults(dtype: str, init: str) -> tuple[int, int]:

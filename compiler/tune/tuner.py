@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import multiprocessing.connection as mp_connection
 import os
 import random
+import shutil
+import signal
+import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -155,7 +160,139 @@ def process_pool_compiler(workers: int | None = None) -> Compiler:
     return run
 
 
-def _follow_parent(parent: int) -> None:
+class CompileLimitError(Exception):
+    """A config's compile stopped by its limits: it ran past its time or out of its memory."""
+
+
+def limited_compiler(
+    workers: int | None = None,
+    *,
+    timeout_s: float = 60.0,
+    memory_mb: int = 4096,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> Compiler:
+    """Compile each config in a child of its own (at most `workers` at once, default the CPU cores) under an
+    address-space limit (`memory_mb`, which its ptxas inherits) and a wall-clock limit (`timeout_s`), in a
+    process group of its own with a private temporary directory: a child past its time, or every child once
+    `cancelled()` says so, is killed with its group (ptxas too) and its directory removed. A cancel ends the
+    iteration early; the tuner then sees `cancelled()` itself."""
+
+    def run(requests: list[CompileRequest]) -> Iterator[tuple[int, Compiled]]:
+        todo = list(enumerate(requests))
+        running: dict[Any, tuple[int, Any, str, float]] = {}  # connection -> (index, process, tmpdir, deadline)
+        n = max(1, workers or os.cpu_count() or 1)
+        try:
+            while todo or running:
+                if cancelled():
+                    return
+                while todo and len(running) < n:
+                    index, request = todo.pop(0)
+                    conn, proc, tmpdir = start_limited(compile_config, (request,), memory_mb)
+                    running[conn] = (index, proc, tmpdir, time.monotonic() + timeout_s)
+                ready = mp_connection.wait(list(running), timeout=0.2)
+                now = time.monotonic()
+                for conn in list(running):
+                    index, proc, tmpdir, deadline = running[conn]
+                    if conn in ready:
+                        result = limited_result(conn, proc, memory_mb)
+                    elif now > deadline:
+                        result = CompileLimitError(f"ran past its limit of {timeout_s:g} s")
+                    else:
+                        continue
+                    del running[conn]
+                    end_limited(conn, proc, tmpdir)
+                    yield index, result
+        finally:
+            for conn, (_, proc, tmpdir, _) in running.items():
+                end_limited(conn, proc, tmpdir)
+
+    return run
+
+
+def start_limited(fn: Callable[..., Any], args: tuple, memory_mb: int) -> tuple[Any, Any, str]:
+    """Start `fn(*args)` in a limited child (see limited_compiler): (its connection, process, tmpdir)."""
+    ctx = mp.get_context("forkserver")
+    tmpdir = tempfile.mkdtemp(prefix="tilec-compile-")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_limited_child, args=(child, fn, args, memory_mb, tmpdir, os.getpid()), daemon=True)
+    proc.start()
+    child.close()
+    return parent, proc, tmpdir
+
+
+def run_limited(fn: Callable[..., Any], args: tuple, *, timeout_s: float, memory_mb: int) -> Any:
+    """`fn(*args)` in a limited child: its result, or the exception it raised, raised here
+    (CompileLimitError past its time or memory)."""
+    conn, proc, tmpdir = start_limited(fn, args, memory_mb)
+    try:
+        result = limited_result(conn, proc, memory_mb) if conn.poll(timeout_s) else None
+    finally:
+        end_limited(conn, proc, tmpdir)
+    if result is None:
+        raise CompileLimitError(f"ran past its limit of {timeout_s:g} s")
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _limited_child(conn: Any, fn: Callable[..., Any], args: tuple, memory_mb: int, tmpdir: str, parent: int) -> None:
+    """In a limited child: its own process group and temporary directory, its memory limit, then fn."""
+    import resource
+
+    os.setpgid(0, 0)
+    tempfile.tempdir = tmpdir
+    os.environ["TMPDIR"] = tmpdir  # ptxas's own temporary files
+    _follow_parent(parent, tmpdir)
+    _preload()  # before the limit: the limit is the compile's, not the imports'
+    if memory_mb > 0:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = memory_mb << 20 if hard == resource.RLIM_INFINITY else min(memory_mb << 20, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        result: Any = fn(*args)
+    except MemoryError:
+        result = None
+    except Exception as exc:  # noqa: BLE001 - a config's compile error is its trial's outcome
+        result = exc
+    try:
+        conn.send(("memory", None) if result is None else ("ok", result))
+    except Exception as exc:  # noqa: BLE001 - an error that does not pickle goes back as its text
+        conn.send(("ok", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+def _preload() -> None:
+    import importlib
+
+    for name in ("pipeline", "backends.cpu.target", "backends.cuda.target", "backends.cuda.lower"):
+        try:
+            importlib.import_module(f"{__package__.rsplit('.', 1)[0]}.{name}")
+        except Exception:  # noqa: BLE001, S112 - a missing piece is reported by the compile itself
+            continue
+
+
+def limited_result(conn: Any, proc: Any, memory_mb: int) -> Compiled:
+    try:
+        status, value = conn.recv()
+    except (EOFError, OSError):
+        proc.join(1)
+        return CompileLimitError(f"its process died (exit code {proc.exitcode})")
+    if status == "memory":
+        return CompileLimitError(f"ran out of its memory limit of {memory_mb} MB")
+    return value
+
+
+def end_limited(conn: Any, proc: Any, tmpdir: str) -> None:
+    """Kill a compile child's process group (it, and any ptxas it started) and remove its directory."""
+    conn.close()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.join(5)
+    shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _follow_parent(parent: int, tmpdir: str | None = None) -> None:
     """In a compile worker: exit when the process that started the pool is gone (a tune worker killed
     mid-job), instead of compiling on for nobody. Its parent is the forkserver, so watch the pid."""
     import threading
@@ -167,6 +304,9 @@ def _follow_parent(parent: int) -> None:
             try:
                 os.kill(parent, 0)
             except ProcessLookupError:
+                if tmpdir is not None:  # a limited child: its directory, then its group (its ptxas too)
+                    shutil.rmtree(tmpdir, ignore_errors=True)
+                    os.killpg(0, signal.SIGKILL)
                 os._exit(0)
             except PermissionError:  # alive, another user's (cannot happen for our own parent)
                 pass

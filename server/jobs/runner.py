@@ -27,7 +27,14 @@ from tilec.compiler.frontend import Budgets
 from tilec.compiler.tune.keys import TuningKey
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescriptionError
 from tilec.compiler.tune.space import config_hash
-from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_compiler
+from tilec.compiler.tune.tuner import (
+    BRIEF,
+    FULL,
+    Outcome,
+    Trial,
+    limited_compiler,
+)
+from tilec.runtime.sandbox import Limits, clean
 from tilec.runtime.tune import Prepared, TuneJobSpec, TuneSpec, prepare_job, run_tune
 
 from ..db import crud
@@ -111,6 +118,7 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     job, source = ctx.write(lambda s: _load(s, job_id))
+    st = ctx.settings
     try:  # the job as submit prepared it: its kernel is not read again here, its tuning key not made again
         stored = TuneJobSpec.model_validate(job.request)
         key = TuningKey(job.kernel_key, job.key_values or "", job.dtypes or "", job.target)
@@ -132,15 +140,19 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         if not ctx.write(lambda s: store.add_trial(s, job_id, worker=ctx.worker, trial=t.public())):
             beat.state = ctx.write(lambda s: store.heartbeat(s, job_id, worker=ctx.worker))  # cancelled, or lost
 
-    workers = ctx.settings.tune_compile_workers or None
+    # every config compiles under the compile limits and stops on a cancel; the bench child is sandboxed
+    compiler = limited_compiler(st.tune_compile_workers or None, timeout_s=st.compile_timeout_s,
+                                memory_mb=st.compile_memory_mb, cancelled=lambda: beat.stop_now)  # fmt: skip
+    limits = Limits(memory_mb=st.bench_memory_mb, cpu_s=st.bench_cpu_s, life_cpu_s=st.bench_life_cpu_s)
     try:
         outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
-                                   cancelled=lambda: beat.stop_now, compiler=process_pool_compiler(workers))  # fmt: skip
+                                   cancelled=lambda: beat.stop_now, compiler=compiler,
+                                   bench_timeout_s=st.bench_timeout_s, bench_limits=limits)  # fmt: skip
     except OperationalError:  # the database went away mid-tune: not the job's fault; it is taken up again
         raise
     except Exception as exc:  # noqa: BLE001 - the tune's own failure (not the worker's): fail once, with it
         log.exception("job %s failed", job_id)
-        return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
+        return _fail(ctx, job_id, clean(f"{type(exc).__name__}: {exc}", 2000))
     if beat.state == "lost":
         return "lost"
     if outcome.cancelled or beat.state == "cancelled":
@@ -171,11 +183,16 @@ def _spec(ctx: WorkerContext, job: TuneJob, r: TuneJobSpec, source: str) -> Tune
         budget=r.budget,
         seed=r.seed,
         budgets=Budgets(**r.budgets),
-        launch_budgets=LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes),
+        launch_budgets=launch_budgets(s),
         full=replace(FULL, max_seconds=s.tune_full_seconds),
         brief=replace(BRIEF, max_seconds=s.tune_brief_seconds),
         graph=r.cuda_graph,
     )
+
+
+def launch_budgets(s: Settings) -> LaunchBudgets:
+    return LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes,
+                         max_programs=s.max_grid_programs)  # fmt: skip
 
 
 def _fail(ctx: WorkerContext, job_id: int, error: str) -> str:

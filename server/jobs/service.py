@@ -16,12 +16,13 @@ from starlette.concurrency import run_in_threadpool
 from tilec.compiler.tune import space
 from tilec.compiler.tune.keys import tuning_key
 from tilec.compiler.tune.launch import (
-    LaunchBudgets,
+    GridTooLarge,
     LaunchDescription,
     LaunchDescriptionError,
     ResolvedLaunch,
     resolve,
 )
+from tilec.runtime.bench import _grid_env
 from tilec.runtime.tune import TuneJobSpec
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
@@ -31,7 +32,7 @@ from ..service import check_target, read_kernel, register_kernel
 from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
-from .runner import EARLIER
+from .runner import EARLIER, launch_budgets
 
 
 def job_public(job: TuneJob, *, trials: bool = True, attached: bool = False) -> TuneJobPublic:
@@ -86,15 +87,22 @@ def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict
 
 def _check_grid(resolved: ResolvedLaunch, configs: list[dict]) -> None:
     """Refuse a grid that no config can compute (a name that is neither a scalar nor a config parameter,
-    say): resolve checks only its syntax, and such a job would fail on the worker, every trial alike."""
+    say): resolve checks only its syntax, and such a job would fail on the worker, every trial alike. And
+    refuse a grid that any config computes to more programs than a launch may have (2^31-1 programs once
+    burnt 60 s per config): a config that asks for one names itself."""
     first: LaunchDescriptionError | None = None
+    computed = False
     for config in configs:
         try:
-            resolved.grid(config["kwargs"])
-            return
+            resolved.grid(_grid_env(config))
+            computed = True
+        except GridTooLarge as exc:
+            raise E.ApiError(
+                422, E.BAD_LAUNCH, f"config {config['kwargs']}: {exc}", field=exc.field
+            ) from None
         except LaunchDescriptionError as exc:
             first = first or exc
-    if first is not None:
+    if not computed and first is not None:
         raise E.ApiError(422, E.BAD_LAUNCH, str(first), field=first.field)
 
 
@@ -124,7 +132,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     s = state.settings
     try:
         resolved = resolve(launch, signature, runtime,
-                           LaunchBudgets(max_tensor_bytes=s.max_tensor_bytes, max_total_bytes=s.max_launch_bytes))  # fmt: skip
+                           launch_budgets(s))  # fmt: skip
     except LaunchDescriptionError as exc:
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)

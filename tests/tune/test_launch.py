@@ -489,3 +489,27 @@ def test_large_fp16_matmul_inputs() -> None:
     arrays = host_arrays(resolve(LaunchDescription.from_toml(text), MATMUL_SIG, MATMUL_PARAMS))
     assert arrays["a_ptr"].shape == (4096, 4096) and arrays["a_ptr"].dtype == np.float16
     assert abs(float(arrays["b_ptr"].astype(np.float32).std()) - 1) < 0.01
+
+
+PEAK = """
+import resource
+from tilec.compiler.tune.launch import LaunchDescription, host_arrays, resolve
+desc = LaunchDescription(grid=["1"], args={"x": {"init": "randn", "shape": [1 << 28], "dtype": "bf16"}})
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+x = host_arrays(resolve(desc, {"x": "*bf16"}, ["x"]))["x"]
+print(x.nbytes >> 20, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)
+"""
+
+
+def test_a_large_input_costs_about_its_size() -> None:
+    """A 512 MiB bf16 randn: the generator's peak is the array plus a few MiB (it was 3.6 GB: float64 draws,
+    a float32 copy and the bits of the whole tensor at once)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK], capture_output=True, text=True, timeout=300, check=True
+    )
+    size_mb, grew_mb = map(int, out.stdout.split())
+    assert size_mb == 512
+    assert grew_mb < size_mb + 64, f"generating {size_mb} MiB grew the process by {grew_mb} MiB"

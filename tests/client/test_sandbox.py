@@ -1,0 +1,265 @@
+"""The sandbox that runs strangers' kernels (runtime/sandbox.py), attacked: a probe child tries what a hostile
+kernel would (host files, the server's environment, sockets, fork, exec, writes, chroot escape); a bench child
+started by a process holding secrets has none of them in its environment or anywhere in its memory, and no
+descriptor but its socket; the CPU and memory limits stop a kernel that spins or a launch that is too big,
+and the trial fails while the tuner lives on; a kernel's words reach a trial reason escaped and bounded."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import sys
+import time
+
+import pytest
+
+from tilec.compiler.tune.launch import LaunchDescription, host_arrays, resolve
+from tilec.compiler.tune.stats import Timing
+from tilec.runtime.bench import BenchProcess, TrialFault
+from tilec.runtime.sandbox import MAX_MESSAGE_CHARS, Child, Limits, Profile, clean
+
+from .test_bench import ADD, CONFIG, SIG, _add_launch, _compile
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
+    reason="the sandbox's layers are Linux x86-64",
+)
+CANARIES = {
+    "TILEC_DATABASE_URL": "postgresql+psycopg://tilec:pw-canary-5f1e9a77c3@db.internal:5432/tilec",
+    "TILEC_SIGNING_KEY": "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIKEYCANARY0e7c1b2a9d8f3e4c5b6a7d8e9f0a1b2c3\n"
+    "-----END PRIVATE KEY-----\n",
+}
+NEEDLES = sorted([b"pw-canary-5f1e9a77c3", b"KEYCANARY0e7c1b2a9d8f3e4c5b6a7d8e9f0a1b2c3"])
+SPIN = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def spin(x_ptr, n):
+    acc = tl.load(x_ptr)
+    for i in range(0, n):
+        acc = acc * 1.0000001 + 0.5
+    tl.store(x_ptr, acc)
+"""
+LOUD = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def loud(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.device_assert(x < 100, "\\x1b[2J\\x1b[31mpwned\\u202e %s")
+""" % ("A" * 2000)
+
+
+def _memory_holds(pid: int, needles: list[bytes]) -> list[bytes]:
+    """The needles found anywhere in the readable memory of process `pid` (as root, or its owner): what a
+    kernel able to read every mapped byte of its own process could find."""
+    found = set()
+    with open(f"/proc/{pid}/maps") as f:
+        regions = [line.split() for line in f]
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for fields in regions:
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if "r" not in fields[1] or (len(fields) > 5 and fields[5] == "[vvar]"):
+                continue
+            try:
+                mem.seek(lo)
+                data = mem.read(hi - lo)
+            except (OSError, ValueError, OverflowError):
+                continue
+            found.update(n for n in needles if n in data)
+    return sorted(found)
+
+
+def test_probe_finds_every_layer_shut() -> None:
+    child = Child("tilec.runtime.sandbox:probe", Profile())
+    try:
+        assert child.poll(60), "the probe never answered"
+        report = child.recv()
+    finally:
+        child.kill()
+    layers = report["layers"]
+    assert layers["exec"] and layers["seccomp"] and layers["chroot"], layers
+    assert {"net", "mnt"} <= set(layers["namespaces"]), layers
+    assert layers["rlimits"]["RLIMIT_AS"] == 4096 << 20 and layers["rlimits"]["RLIMIT_FSIZE"] == 0
+    assert set(report["env"]) <= {"LC_CTYPE"}, "only what Python sets for itself (C locale coercion)"
+    for attack in (
+        "read_host_file",
+        "read_parent_environ",
+        "socket",
+        "fork",
+        "exec",
+        "write_file",
+        "chroot_out",
+    ):
+        assert report[attack] != "allowed", (attack, report)
+    assert report["thread"] == report["signal_self"] == "allowed", (
+        "threads (the runtime's pool) and own signals work"
+    )
+    assert not os.path.exists(child.tmpdir), "the private temporary directory is removed with the child"
+
+
+def test_bench_child_holds_no_secret_and_no_descriptor(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in CANARIES.items():
+        monkeypatch.setenv(name, value)
+    assert _memory_holds(os.getpid(), NEEDLES) == NEEDLES, "the scan finds the canaries where they are"
+    add = _compile(ADD, "add_kernel", SIG, CONFIG)
+    launch = _add_launch(4096)
+    with BenchProcess("cpu", launch, seed=5, timeout_s=30) as bench:
+        assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing)
+        pid = bench.pid
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            assert f.read() == b"", "the bench child starts with an empty environment"
+        fds = os.listdir(f"/proc/{pid}/fd")
+        assert len(fds) == 1 and os.readlink(f"/proc/{pid}/fd/{fds[0]}").startswith("socket:"), fds
+        x = host_arrays(launch, seed=5)["x_ptr"].tobytes()[:64]
+        assert _memory_holds(pid, [x]) == [x], "the scan reads the child's memory (its input array is there)"
+        assert _memory_holds(pid, NEEDLES) == [], "no secret of the parent anywhere in the child's memory"
+
+
+def test_cpu_limit_stops_a_spinning_kernel() -> None:
+    sig = {"x_ptr": "*fp32", "n": "i64"}
+    spin = _compile(SPIN, "spin", sig, {})
+    desc = LaunchDescription(grid=["1"], args={"x_ptr": "randn(4)", "n": 10**15})
+    with BenchProcess("cpu", resolve(desc, sig, list(sig)), timeout_s=120, limits=Limits(cpu_s=2)) as bench:
+        start = time.monotonic()
+        with pytest.raises(TrialFault, match="SIGXCPU while timing spin") as info:
+            bench.time(spin, {})
+        assert info.value.kind == "crash"
+        assert time.monotonic() - start < 60, "stopped by its CPU limit, long before the call's 120 s"
+        assert bench.restarts == 0
+        assert bench.device_info()["arch"] == "cpu", "a fresh child answers"
+        assert bench.restarts == 1
+
+
+def test_memory_limit_stops_a_launch_too_big() -> None:
+    desc = LaunchDescription(grid=["1"], args={"x_ptr": "randn(n_elements)", "y_ptr": "randn(n_elements)",
+                                               "out_ptr": "empty(n_elements)", "n_elements": 1 << 27})  # fmt: skip
+    add = _compile(ADD, "add_kernel", SIG, CONFIG)
+    with BenchProcess("cpu", resolve(desc, SIG, list(SIG)), limits=Limits(memory_mb=1024)) as bench:
+        with pytest.raises(TrialFault, match="MemoryError") as info:  # 3 x 512 MiB under a 1 GiB limit
+            bench.time(add, CONFIG)
+        assert info.value.kind == "crash"
+
+
+def test_a_kernels_words_are_escaped_and_bounded() -> None:
+    sig = {"x_ptr": "*i32", "n": "i32"}
+    loud = _compile(LOUD, "loud", sig, {"BLOCK": 64})
+    desc = LaunchDescription(grid=["cdiv(n, BLOCK)"], args={"x_ptr": "randint(200, 300, n)", "n": 256})
+    with BenchProcess("cpu", resolve(desc, sig, list(sig))) as bench:
+        with pytest.raises(TrialFault) as info:
+            bench.time(loud, {"BLOCK": 64})
+    message = info.value.message
+    assert info.value.kind == "fault" and "pwned" in message
+    assert len(message) <= MAX_MESSAGE_CHARS and message.isascii() and message.isprintable(), message
+    assert "\\x1b[2J" in message and "\\u202e" in message
+
+
+def test_clean() -> None:
+    assert clean("ok: \x00\x1b\u202e\xff") == "ok: \\x00\\x1b\\u202e\\xff"
+    assert len(clean("é" * 1000)) == MAX_MESSAGE_CHARS
+
+
+def test_the_filter_alone_refuses_without_the_chroot() -> None:
+    """The cuda profile keeps the host's files in view (the driver needs /dev and /proc) and its uid: there the
+    seccomp filter and the namespaces alone refuse new processes, sockets, and signals to the server."""
+    child = Child("tilec.runtime.sandbox:probe", Profile(kind="cuda"))
+    try:
+        assert child.poll(60), "the probe never answered"
+        report = child.recv()
+    finally:
+        child.kill()
+    assert report["layers"]["seccomp"] and "chroot" not in report["layers"], report["layers"]
+    assert report["read_host_file"] == "allowed", "no chroot in this profile: the filter is what is left"
+    for attack in ("socket", "fork", "exec", "signal_parent", "chroot_out"):
+        assert report[attack] == "EPERM", (attack, report)
+
+
+ORPHAN = """
+import sys, time
+sys.path.insert(0, ".")
+from tests.client.test_sandbox import SPIN
+from tests.client.test_bench import _compile
+from tilec.runtime.bench import BenchProcess
+from tilec.compiler.tune.launch import LaunchDescription, resolve
+sig = {"x_ptr": "*fp32", "n": "i64"}
+spin = _compile(SPIN, "spin", sig, {})
+bench = BenchProcess("cpu", resolve(LaunchDescription(grid=["1"], args={"x_ptr": "randn(4)", "n": 10**15}), sig,
+                     list(sig)), timeout_s=600)
+bench.device_info()
+print(bench.pid, flush=True)
+bench.time(spin, {})
+"""
+
+
+def test_a_bench_child_dies_with_its_parent() -> None:
+    """A worker SIGKILLed mid-trial (its bench child leads a session of its own, out of reach of a group kill):
+    the child, spinning in a kernel, dies with it instead of spinning for nobody."""
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(proc.stdout.readline())
+        time.sleep(1.0)  # spinning now
+        assert Path(f"/proc/{child}").exists()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the bench child outlived its parent"
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+UNPRIVILEGED_PROBE = """
+import json
+from tilec.runtime.sandbox import Child, Profile
+child = Child("tilec.runtime.sandbox:probe", Profile())
+print(json.dumps(child.recv() if child.poll(60) else None))
+child.kill()
+"""
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="util-linux's setpriv is not installed")
+def test_without_privileges_a_user_namespace_stands_in() -> None:
+    """A service run without capabilities (not root, or root with every capability dropped, as here): the
+    child makes a user namespace first and gets every other layer, and the filter alone keeps it from files."""
+    import json
+    import subprocess
+
+    cmd = [
+        "setpriv",
+        "--bounding-set",
+        "-all",
+        "--inh-caps",
+        "-all",
+        sys.executable,
+        "-c",
+        UNPRIVILEGED_PROBE,
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    report = json.loads(out)
+    layers = report["layers"]
+    assert layers["namespaces"][:2] == ["user", "net"] and layers["chroot"] and layers["seccomp"], layers
+    for attack in ("read_host_file", "read_parent_environ", "socket", "fork", "exec", "write_file", "chroot_out",
+                   "signal_parent"):  # fmt: skip
+        assert report[attack] != "allowed", (attack, report)
