@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 import zlib
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -24,7 +26,10 @@ from .db import crud
 from .db.models import Artifact, Kernel
 from .metrics import Metrics
 from .pool import TaskFailed
+from .signing import SigningKey, manifest_body, stored_manifest
 from .state import AppState
+
+log = logging.getLogger("tilec.artifacts")
 
 KERNEL_NAME_MAX = 200  # the String(200) of kernels.name and artifacts.kernel_name
 BINARY_FORM = {"cuda": "cubin", "cpu": "object"}
@@ -413,9 +418,12 @@ async def _build_new(
     return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
 
 
-def artifact_values(*, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict) -> dict[str, Any]:
-    """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included;
-    the compile route and the tune-job runner store their builds through it."""
+def artifact_values(
+    *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict, signer: SigningKey | None = None
+) -> dict[str, Any]:
+    """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included,
+    and, given the service's key, the signature of its manifest made now, as it is built; the compile
+    route and the tune-job runner store their builds through it (and store_build)."""
     binary = art["binary"] or b""
     values = {
         "key": key,
@@ -436,7 +444,22 @@ def artifact_values(*, kernel_key: str, key: str, spec: dict, config: dict, targ
         "pass_dumps": pack_pass_dumps(art.get("pass_dumps")),
     }
     values.update(text_digests(values))
+    if signer is not None:
+        signed = signer.sign(manifest_body(SimpleNamespace(**values)))
+        values.update(signature=signed.signature, signing_key_id=signed.key_id)
     return values
+
+
+def store_build(session: Session, *, values: dict[str, Any], signer: SigningKey) -> str:
+    """Store a signed build: never over a row this key signed that holds other bytes (crud.put_artifact
+    says what happened; a "conflict" is logged here, the caller counts it where it has metrics)."""
+    outcome = crud.put_artifact(session, values=values, authentic=lambda row: signer.verifies(stored_manifest(row)))
+    if outcome == "conflict":
+        log.warning("artifact %s: a build gave other bytes (sha256 %s) than the stored row; the stored row stands",
+                    values["key"], values["sha256"])  # fmt: skip
+    elif outcome == "replaced":
+        log.warning("artifact %s: the stored row's signature did not verify; replaced by a new build", values["key"])
+    return outcome
 
 
 def pack_pass_dumps(dumps: list[dict] | None) -> bytes | None:
@@ -463,10 +486,19 @@ def unpack_pass_dumps(blob: bytes | None) -> list[dict] | None:
 async def _store_artifact(
     state: AppState, *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
 ) -> ArtifactPublic:
-    values = artifact_values(kernel_key=kernel_key, key=key, spec=spec, config=config, target=target, art=art)
-    await state.write(lambda s: crud.put_artifact(s, values=values))
+    signer = state.signing_key()
+    values = artifact_values(kernel_key=kernel_key, key=key, spec=spec, config=config, target=target, art=art,
+                             signer=signer)  # fmt: skip
+    outcome = await state.write(lambda s: store_build(s, values=values, signer=signer))
     for form in FORMS:
         state.blobs.drop((key, form))
+    if outcome == "conflict":  # the stored build stands: answer with it
+        state.metrics.artifact_conflicts.inc()
+        row = await state.read(lambda s: crud.get_artifact(s, key=key))
+        if row is not None:
+            return _text_links(artifact_public(row, cached=True), {"ptx": row.ptx, "llir": row.llir, "tir": row.tir})
+    if outcome == "replaced":
+        state.metrics.signature_mismatches.inc()
     row = Artifact(**values)
     return _text_links(artifact_public(row, cached=False), {f: values[f] for f in ("ptx", "llir", "tir")})
 

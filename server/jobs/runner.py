@@ -31,8 +31,9 @@ from tilec.compiler.tune.tuner import BRIEF, FULL, Outcome, Trial, process_pool_
 from ..db import crud
 from ..db.engine import make_engine, session_factories
 from ..db.models import TuneJob
-from ..service import artifact_values
+from ..service import artifact_values, store_build
 from ..settings import Settings
+from ..signing import SigningKey, load_signing_key
 from . import store
 
 log = logging.getLogger("tilec.jobs")
@@ -53,6 +54,7 @@ class WorkerContext:
     rw: sessionmaker[Session]
     worker: str = field(default_factory=worker_id)
     budgets: dict[str, int] = field(default_factory=dict)
+    signer: SigningKey | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, label: str = "") -> WorkerContext:
@@ -64,6 +66,13 @@ class WorkerContext:
     def write(self, fn: Callable[[Session], T]) -> T:
         with self.rw() as session, session.begin():
             return fn(session)
+
+    def signing_key(self) -> SigningKey:
+        """The service's key, which signs each build this worker stores (TILEC_SIGNING_KEY, or the data dir's:
+        a worker on another machine needs the API's key, or pinned clients refuse its builds)."""
+        if self.signer is None:
+            self.signer = load_signing_key(self.settings)
+        return self.signer
 
 
 class Heartbeat(threading.Thread):
@@ -113,6 +122,8 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         prepared = prepare(_spec(ctx, job, source))
     except (CompileError, LaunchError, ValueError) as exc:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
+    if prepared.kernel_key != job.kernel_key:  # never build one kernel's artifacts under another's key
+        return _fail(ctx, job_id, f"the job's source reads as kernel {prepared.kernel_key}, not {job.kernel_key}")
 
     def known(device: dict) -> dict[str, Trial]:
         rows = ctx.write(lambda s: store.stored_trials(s, tkey=job.tuning_key, gpu_model=device.get("gpu_model")))
@@ -143,12 +154,17 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
 
 
 def _load(session: Session, job_id: int) -> tuple[TuneJob, str]:
+    """The job and the source it compiles: the one it was sent with (a job sent by kernel key: the kernel
+    row's). _run checks that the source is still read into the job's kernel key."""
     job = session.get_one(TuneJob, job_id)
-    kernel = crud.get_kernel(session, key=job.kernel_key)
-    if kernel is None or kernel.source is None:
-        raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
+    source = (job.request or {}).get("source")
+    if not isinstance(source, str):
+        kernel = crud.get_kernel(session, key=job.kernel_key)
+        if kernel is None or kernel.source is None:
+            raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
+        source = kernel.source
     session.expunge(job)
-    return job, kernel.source
+    return job, source
 
 
 def _spec(ctx: WorkerContext, job: TuneJob, source: str) -> TuneSpec:
@@ -184,13 +200,15 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
         return _fail(ctx, job.id, f"no config could be timed ({reasons})")
     spec = {"signature": prepared.base.signature, "constexprs": prepared.base.constexprs,
             "hints": prepared.base.hints, "emit": "cubin" if job.target.startswith("cuda") else "object"}  # fmt: skip
-    artifacts = [_artifact_values(job, spec, t.config, t.artifact) for t in measured if t.status == "ok" and t.artifact]
+    signer = ctx.signing_key()
+    artifacts = [_artifact_values(job, spec, t.config, t.artifact, signer)
+                 for t in measured if t.status == "ok" and t.artifact]  # fmt: skip
     links = {config_hash(a["config"]): a["key"] for a in artifacts}
     rows = [_trial_row(t, device, links.get(config_hash(t.config))) for t in measured]
 
     def write(session: Session) -> str:
         for values in artifacts:
-            crud.put_artifact(session, values=values)
+            store_build(session, values=values, signer=signer)
         best = store.record(session, tkey=job.tuning_key, kernel_key=job.kernel_key, key=job.key_values,
                             dtypes=job.dtypes, target=job.target, trials=rows, gpu_model=device.get("gpu_model"))  # fmt: skip
         if best is None:  # every config was cached from trials of this GPU model: the result stands
@@ -202,10 +220,10 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
     return ctx.write(write)
 
 
-def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact) -> dict[str, Any]:
+def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact, signer: SigningKey) -> dict[str, Any]:
     key = artifact_key(job.kernel_key, spec, config, job.target, compiler_version())
     return artifact_values(kernel_key=job.kernel_key, key=key, spec=spec, config=config, target=job.target,
-                           art=asdict(art))  # fmt: skip
+                           art=asdict(art), signer=signer)  # fmt: skip
 
 
 def _trial_row(t: Trial, device: dict, artifact: str | None) -> dict[str, Any]:

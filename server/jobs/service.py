@@ -128,6 +128,8 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
     dtypes = dtypes_string(signature, runtime)
     tkey = crud.tuning_key(kernel_key=kernel.key, key=key, dtypes=dtypes, target=body.target)
     request = {
+        # the job compiles the source it was sent (the kernel row's only when sent by key): its own meaning
+        **({"source": body.source} if body.source is not None else {}),
         "name": kernel.name, "signature": signature, "constexprs": body.constexprs,
         "launch": launch.model_dump(mode="json"), "configs": configs, "budget": body.budget, "seed": body.seed, "cuda_graph": body.cuda_graph,
         "budgets": state.budgets(),
