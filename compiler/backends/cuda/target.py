@@ -124,7 +124,9 @@ def cubin(ptx_text: str, meta: dict) -> bytes:
         ptx_text, binary, log, usage = denser
         meta["ptx_final"] = ptx_text  # the artifact's PTX is the one assembled (compiler/pipeline.py)
     meta.update(usage)
-    meta["assembler_log"] = log
+    # without ptxas's "Compile time = ... ms" lines: the launch metadata is signed with the build, and two
+    # builds of one key must give the same bytes (tests/test_build_determinism.py)
+    meta["assembler_log"] = re.sub(r"^.*Compile time = .*(\n|$)", "", log, flags=re.MULTILINE)
     return binary
 
 
