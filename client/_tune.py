@@ -13,7 +13,7 @@ from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.frontend import Budgets, read_kernel
 from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune import space
-from tilec.compiler.tune.keys import dtypes_string, key_string, scalar_hints
+from tilec.compiler.tune.keys import dtypes_string, scalar_hints
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, ResolvedLaunch, resolve
 from tilec.compiler.tune.tuner import (
     BRIEF,
@@ -73,9 +73,7 @@ def prepare(spec: TuneSpec) -> Prepared:
     configs = spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
     if not configs:
         configs = [space.normalise({})]
-    key_names = list(autotune.key) if autotune else []
-    unknown = [n for n in key_names if n not in resolved.params]
-    key = key_string([n for n in key_names if n not in unknown], resolved.key_values([n for n in key_names if n not in unknown]))
+    key = resolved.tuning_key_string(list(autotune.key) if autotune else None)
     hints = {n: h for n, v in resolved.scalars.items() if (h := scalar_hints(v))}
     hints.update({n: {"divisibility": 16} for n in resolved.tensors})  # fresh allocations are aligned
     base = CompileRequest(

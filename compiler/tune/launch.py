@@ -8,6 +8,7 @@ with `ast` and evaluated by the small evaluator below under budgets, never with 
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import operator
 import re
@@ -18,6 +19,8 @@ from typing import Annotated, Literal, NoReturn
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+
+from .keys import key_string
 
 _Int = Annotated[int, Strict()]  # a bool is not a size
 _Num = Annotated[float, Strict()] | Annotated[int, Strict()]
@@ -96,6 +99,7 @@ def _toml_reason(message: str, text: str) -> str:
 
 
 _UNION_TAGS = {"str", "int", "float", "bool", "TensorSpec"}
+LAUNCH_KEY_CHARS = 900  # a tuning key's key string is stored in a String(1000) column
 
 
 def _loc_field(loc: tuple) -> str:
@@ -325,6 +329,20 @@ class ResolvedLaunch:
             n: {"shape": list(v.shape), "dtype": v.dtype} if isinstance(v, TensorArg) else v
             for n, v in values.items()
         }
+
+    def tuning_key_string(self, autotune_key: list[str] | None) -> str:
+        """The `key` string of a tuning key tuned from this launch: the autotune key's values; for a kernel
+        without an autotune decorator, what was timed (every argument's value, or shape, dtype and strides,
+        and the grid), so that one launch's trials never answer another's. Long ones are hashed."""
+        if autotune_key is not None:
+            names = [n for n in autotune_key if n in self.params]
+            return key_string(names, self.key_values(names))
+        args = {n: {"shape": list(v.shape), "dtype": v.dtype, "strides": list(v.strides)} if isinstance(v, TensorArg)
+                else v for n in self.params for v in [self.values(n)]}  # fmt: skip
+        text = key_string(["launch"], {"launch": {"args": args, "grid": [str(g) for g in self.grid_exprs]}})
+        if len(text) <= LAUNCH_KEY_CHARS:
+            return text
+        return key_string(["launch_sha256"], {"launch_sha256": hashlib.sha256(text.encode()).hexdigest()})
 
 
 # ---- resolution ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from tilec.compiler.tune import space
-from tilec.compiler.tune.keys import dtypes_string, key_string
+from tilec.compiler.tune.keys import dtypes_string
 from tilec.compiler.tune.launch import LaunchBudgets, LaunchDescription, LaunchError, ResolvedLaunch, resolve
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
@@ -123,8 +123,8 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)
     _check_grid(resolved, configs)
-    names = [n for n in (info.get("autotune") or {}).get("key") or [] if n in resolved.params]
-    key = key_string(names, resolved.key_values(names))
+    autotune = info.get("autotune")
+    key = resolved.tuning_key_string(list(autotune.get("key") or []) if autotune is not None else None)
     dtypes = dtypes_string(signature, runtime)
     tkey = crud.tuning_key(kernel_key=kernel.key, key=key, dtypes=dtypes, target=body.target)
     request = {
