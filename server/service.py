@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
 from tilec.compiler.frontend import Budgets
+from tilec.compiler.frontend.reader import byte_location
 from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune import space
 from tilec.wire import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Emit, KernelCreate, KernelPublic
@@ -182,10 +183,15 @@ def check_input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[st
     if kind == "kernel_key":
         return kind, body.kernel_key or ""
     text = getattr(body, kind)
-    limit = state.settings.max_source_bytes
-    if len(text.encode()) > limit:
-        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    check_source_size(text, state.settings.max_source_bytes)
     return kind, text
+
+
+def check_source_size(text: str, limit: int) -> None:
+    """A 413 for source over the limit, with the line and column where the limit ends (counted, not parsed)."""
+    if len(text.encode()) > limit:
+        line, col = byte_location(text, limit)
+        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit), line=line, col=col)
 
 
 def read_kernel(session: Session, metrics: Metrics, *, key: str) -> Kernel | None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import io
 import json
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,36 +186,72 @@ def parse_source(source: str, filename: str, budgets: Budgets) -> ast.Module:
     if not isinstance(source, str):
         raise CompileError("kernel source must be text", filename=filename)
     size = len(source.encode("utf-8", errors="replace"))
-    if size > budgets.max_source_bytes:
-        raise BudgetExceededError(f"source is {size} bytes, over the budget of {budgets.max_source_bytes}",
-                                  filename=filename)
     info = SourceInfo(source, filename)
+    if size > budgets.max_source_bytes:
+        line, col = byte_location(source, budgets.max_source_bytes)
+        raise info.error(_at(info, line, col), f"source is {size} bytes, over the budget of {budgets.max_source_bytes} "
+                         "(which ends here)", BudgetExceededError)  # fmt: skip
     try:
         tree = ast.parse(source, filename="<source>")
     except SyntaxError as exc:
         node = ast.Pass(lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0)) if exc.lineno else None
         raise info.error(node, f"syntax error: {exc.msg}") from None
     except (RecursionError, MemoryError):
-        raise BudgetExceededError("source is nested too deeply to parse", filename=filename) from None
+        line, col = _longest_logical_line(source)
+        raise info.error(_at(info, line, col), "source is nested too deeply to parse", BudgetExceededError) from None
     except ValueError as exc:
         raise CompileError(f"source cannot be parsed: {exc}", filename=filename) from None
     check_tree_size(tree, info, budgets)
     return tree
 
 
+def byte_location(text: str, offset: int) -> tuple[int, int]:
+    """(line, column), both from 1, of the character holding UTF-8 byte `offset` of `text` (the first byte
+    past a size budget): counted, not parsed, so the API process may call it on untrusted text."""
+    head = text.encode("utf-8", errors="replace")[:offset].decode("utf-8", errors="ignore")
+    start = head.rfind("\n") + 1
+    return head.count("\n") + 1, len(head) - start + 1
+
+
+def _at(info: SourceInfo, line: int, col: int) -> ast.AST:
+    """A node at (line, character column), for SourceInfo.error, which reads ast's UTF-8 byte columns."""
+    text = info.lines[line - 1] if 0 < line <= len(info.lines) else ""
+    return ast.Pass(lineno=line, col_offset=len(text[: col - 1].encode("utf-8")))
+
+
+def _longest_logical_line(source: str) -> tuple[int, int]:
+    """Where a source too deep for Python's parser starts the statement with the most tokens (tokenize
+    works without recursion); (1, 1) when it cannot tell."""
+    best, count, start = (0, (1, 1)), 0, (1, 1)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if count == 0:
+                start = tok.start
+            count += 1
+            if count > best[0]:
+                best = (count, start)
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                count = 0
+    except (tokenize.TokenError, SyntaxError, MemoryError, RecursionError):
+        pass
+    line, col = best[1]
+    return line, col + 1
+
+
 def check_tree_size(tree: ast.AST, info: SourceInfo, budgets: Budgets) -> None:
     """Count nodes and measure depth without recursion, before anything recursive visits the tree."""
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    stack: list[tuple[ast.AST, int, ast.AST]] = [(tree, 0, _at(info, 1, 1))]
     count = 0
     while stack:
-        node, depth = stack.pop()
+        node, depth, at = stack.pop()
+        at = node if hasattr(node, "lineno") else at  # Load, operators and the module have no position
         count += 1
         if count > budgets.max_ast_nodes:
-            raise info.error(node, f"source has more than {budgets.max_ast_nodes} syntax nodes", BudgetExceededError)
+            raise info.error(at, f"source has more than {budgets.max_ast_nodes} syntax nodes", BudgetExceededError)
         if depth > budgets.max_ast_depth:
-            raise info.error(node, f"expression nested deeper than {budgets.max_ast_depth} levels", BudgetExceededError)
+            raise info.error(at, f"expression nested deeper than {budgets.max_ast_depth} levels", BudgetExceededError)
         for child in ast.iter_child_nodes(node):
-            stack.append((child, depth + 1))
+            stack.append((child, depth + 1, at))
 
 
 # ---- the module level ---------------------------------------------------------------------------

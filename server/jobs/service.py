@@ -21,7 +21,7 @@ from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 from .. import errors as E
 from ..db import crud
 from ..db.models import Kernel, TuneJob
-from ..service import check_target, read_kernel, register_kernel
+from ..service import check_source_size, check_target, read_kernel, register_kernel
 from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
@@ -53,9 +53,7 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
             raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
         return kernel
     text = body.source or ""
-    if len(text.encode()) > state.settings.max_source_bytes:
-        limit = state.settings.max_source_bytes
-        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    check_source_size(text, state.settings.max_source_bytes)
     kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
     return kernel
 
