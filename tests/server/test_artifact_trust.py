@@ -9,18 +9,25 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
+import typer
 from sqlalchemy import create_engine
+from typer.testing import CliRunner, Result
 
-from tilec.client import BadSignatureError
+from tilec.client import BadSignatureError, UnsignedManifestError
+from tilec.client._client import Client
 from tilec.client._verify import TrustedKeys, verify
 from tilec.server import service
 from tilec.server.db import crud
 from tilec.server.db.models import Artifact, TuneJob
 from tilec.server.jobs.runner import WorkerContext, run_job
+
+from .conftest import Uvicorn
 
 VICTIM = """
 import triton
@@ -131,6 +138,18 @@ async def test_a_row_changed_behind_the_service_fails_the_pinned_check(
     verify((await client.get(f"/v1/artifacts/{victim['id']}/manifest")).json(), binary, target="cpu", trusted=trusted)
 
 
+async def test_a_row_stored_before_signatures_is_served_unsigned(client: httpx.AsyncClient, database_url: str) -> None:
+    """Rows from before migration 0007 have no build-time signature: the service never signs them after
+    the fact (it cannot tell whether they were changed), so a client that pins keys refuses them."""
+    victim = await _compile(client, VICTIM)
+    binary, _ = await _served(client, victim["id"])
+    _change_row(database_url, victim["id"], signature=None, signing_key_id=None)
+    served = (await client.get(f"/v1/artifacts/{victim['id']}/manifest")).json()
+    assert served["signature"] is None and served["key_id"] is None
+    with pytest.raises(UnsignedManifestError):
+        verify(served, binary, target="cpu", trusted=await _pinned(client))
+
+
 async def test_a_tuning_key_is_vouched_for_only_over_a_row_that_still_verifies(
     client: httpx.AsyncClient, database_url: str
 ) -> None:
@@ -190,3 +209,55 @@ async def test_a_job_whose_source_reads_as_another_kernel_builds_nothing(
 def test_signatures_are_base64_ed25519() -> None:
     """The stored column holds what the wire carries (88 characters of base64 for 64 bytes)."""
     assert len(base64.b64encode(b"\0" * 64)) == 88 <= 100
+
+
+PULL_MANIFEST = """
+[[kernel]]
+file = "kernels/ops.py"
+name = "scale_kernel"
+signature = "x_ptr=*fp32,out_ptr=*fp32,n=i32"
+constexpr = { BLOCK = 64 }
+"""
+
+
+def test_a_pinned_pull_refuses_a_row_changed_behind_the_service(
+    uvicorn_server: Callable[..., Uvicorn], database_url: str, tmp_path: Path
+) -> None:
+    """End to end (a real server on this database, `tilec pull` with the server's key pinned): the first pull
+    builds and verifies; after the row's launch metadata, or its binary with its sha256, is changed in the
+    database, a pull refuses it before writing anything."""
+    server = uvicorn_server()
+    with Client(server.url) as api:
+        (key,) = api.keys()
+    root = tmp_path / "project"
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "ops.py").write_text(VICTIM)
+    (root / "tilec.toml").write_text(PULL_MANIFEST)
+    env = {"TILEC_URL": server.url, "TILEC_TOKEN": None, "TILEC_TRUSTED_KEYS": key.public_key}
+
+    def pull(out: Path) -> Result:
+        args = ["pull", "--manifest", str(root / "tilec.toml"), "--target", "cpu", "-o", str(out), "--compile-missing"]
+        return CliRunner().invoke(_cli(), args, env=env)
+
+    first = pull(tmp_path / "first")
+    assert first.exit_code == 0, first.output
+    (entry,) = json.loads((tmp_path / "first" / "index.json").read_text())["entries"]
+    binary = (tmp_path / "first" / "blobs" / entry["sha256"]).read_bytes()
+    evil = binary + b"\0" * 16
+    with Client(server.url) as api:
+        meta = api.manifest(entry["artifact_id"]).manifest.metadata
+    changes = [{"meta": {**meta, "num_threads": 1}},
+               {"binary": evil, "sha256": hashlib.sha256(evil).hexdigest(), "size": len(evil)}]  # fmt: skip
+    for i, change in enumerate(changes):
+        _change_row(database_url, entry["artifact_id"], **change)
+        r = pull(tmp_path / f"after{i}")
+        assert r.exit_code != 0 and "changed after signing" in r.output, r.output
+        assert not (tmp_path / f"after{i}" / "blobs").exists()
+
+
+def _cli() -> typer.Typer:
+    from tilec.client.cli import register
+
+    app = typer.Typer()
+    register(app)
+    return app
