@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import Session
 
 from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
-from tilec.compiler.frontend import Budgets
+from tilec.compiler.frontend import FRONTEND_VERSION, Budgets
 from tilec.compiler.frontend.reader import byte_location
 from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune import space
@@ -221,6 +221,10 @@ def kernel_public(row: Kernel, *, created: bool = False) -> KernelPublic:
 
 
 def input_sha256(kind: str, text: str, name: str | None) -> str:
+    """What finds the kernel row already read from this input. A source's key depends on the frontend
+    version, so the version is part of it: a row keyed by an older frontend is never found for new input."""
+    if kind == "source":
+        return crud.stable_hash({"kind": kind, "name": name, "text": text, "frontend": FRONTEND_VERSION})
     return crud.stable_hash({"kind": kind, "name": name, "text": text})
 
 

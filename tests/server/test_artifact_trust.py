@@ -261,3 +261,15 @@ def _cli() -> typer.Typer:
     app = typer.Typer()
     register(app)
     return app
+
+
+async def test_a_kernel_row_keyed_by_an_older_frontend_is_not_found_for_new_input(client: httpx.AsyncClient) -> None:
+    """A row stored under the old key (the closure not yet in it) is never the row of a source sent now:
+    the lookup by input includes the frontend version, so the source is read again into its own key."""
+    state = client.app.state.tilec  # type: ignore[attr-defined]
+    legacy = {"key": "f" * 64, "name": "scale_kernel", "kind": "source", "source": ATTACKER, "ir": None,
+              "input_sha256": crud.stable_hash({"kind": "source", "name": None, "text": VICTIM}), "info": {}}  # fmt: skip
+    state.write_sync(lambda s: crud.add_kernel(s, values=legacy))
+    r = await client.post("/v1/kernels", json={"source": VICTIM})
+    assert r.status_code == 200, r.text
+    assert r.json()["key"] != "f" * 64
