@@ -10,10 +10,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 import typer
 from sqlalchemy import create_engine
@@ -21,6 +23,7 @@ from typer.testing import CliRunner, Result
 
 from tilec.client import BadSignatureError, UnsignedManifestError
 from tilec.client._client import Client
+from tilec.client._index import load_index
 from tilec.client._verify import TrustedKeys, verify
 from tilec.server import service
 from tilec.server.db import crud
@@ -253,6 +256,19 @@ def test_a_pinned_pull_refuses_a_row_changed_behind_the_service(
         r = pull(tmp_path / f"after{i}")
         assert r.exit_code != 0 and "changed after signing" in r.output, r.output
         assert not (tmp_path / f"after{i}" / "blobs").exists()
+    # a pull that pins nothing takes the changed row (its binary matches the sha256 beside it), but the
+    # build-time signature travels into the index: load_index with the key pinned refuses it before loading
+    # (the binary put back: the server's memory still holds the one it served, only the metadata is changed)
+    _change_row(database_url, entry["artifact_id"], binary=binary, sha256=entry["sha256"], size=len(binary))
+    env["TILEC_TRUSTED_KEYS"] = None
+    with warnings.catch_warnings():  # the no-pin warning, given once per process
+        warnings.simplefilter("ignore", UserWarning)
+        r = pull(tmp_path / "unpinned")
+    assert r.exit_code == 0, r.output
+    idx = load_index(tmp_path / "unpinned", trusted_keys=TrustedKeys.parse(key.public_key, "trusted_keys"))
+    x = np.ones(256, np.float32)
+    with pytest.raises(BadSignatureError, match="changed after signing"):
+        idx["scale_kernel"][(4,)](x, x.copy(), 256)
 
 
 def _cli() -> typer.Typer:
