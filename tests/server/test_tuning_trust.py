@@ -1,7 +1,7 @@
 """Tuning results strangers share (issue 20), on SQLite and PostgreSQL: an implausible time (1e-300 ms,
 negative, NaN, inf) is refused when published instead of pinning its config as the best forever; a tune
 job of a kernel without an autotune key is keyed by its launch, so one launch's trials never answer
-another's."""
+another's; and an IR integer constant too wide for any type is a located 4xx, not an internal error."""
 
 from __future__ import annotations
 
@@ -50,3 +50,17 @@ async def test_jobs_of_a_kernel_without_an_autotune_key_are_keyed_by_their_launc
     assert small.json()["tuning_key"] != large.json()["tuning_key"]
     assert not large.json()["attached"]  # before: the same key, so the second job joined the first's trials
     assert '"n":1048576' in large.json()["key"]
+
+
+@pytest.mark.parametrize("digits", [400, 5000])
+async def test_an_ir_integer_too_wide_is_a_located_refusal(client: httpx.AsyncClient, digits: int) -> None:
+    """A 400-digit i32 constant became -1, a 5000-digit one an internal compiler error: both are 4xx at their
+    line and column now."""
+    lines = ADD_IR.splitlines(keepends=True)
+    row = next(i for i, line in enumerate(lines) if "constant {value = 1024}" in line)
+    lines[row] = lines[row].replace("1024", "9" * digits)
+    r = await client.post("/v1/kernels", json={"ir": "".join(lines)})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["error"] == "compile_error" and "internal" not in body["detail"]
+    assert (body["line"], body["col"]) == (row + 1, lines[row].index("9") + 1)
