@@ -55,6 +55,7 @@ class WorkerContext:
     worker: str = field(default_factory=worker_id)
     budgets: dict[str, int] = field(default_factory=dict)
     signer: SigningKey | None = None
+    metrics: Any = None  # the API's Metrics when jobs run in its process (a Celery worker serves none)
 
     @classmethod
     def open(cls, settings: Settings, *, label: str = "") -> WorkerContext:
@@ -208,7 +209,8 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
 
     def write(session: Session) -> str:
         for values in artifacts:
-            store_build(session, values=values, signer=signer)
+            if store_build(session, values=values, signer=signer) == "conflict" and ctx.metrics is not None:
+                ctx.metrics.artifact_conflicts.inc()
         best = store.record(session, tkey=job.tuning_key, kernel_key=job.kernel_key, key=job.key_values,
                             dtypes=job.dtypes, target=job.target, trials=rows, gpu_model=device.get("gpu_model"))  # fmt: skip
         if best is None:  # every config was cached from trials of this GPU model: the result stands

@@ -25,6 +25,7 @@ from tilec.client import BadSignatureError, UnsignedManifestError
 from tilec.client._client import Client
 from tilec.client._index import load_index
 from tilec.client._verify import TrustedKeys, verify
+from tilec.compiler.frontend import read_kernel
 from tilec.server import service
 from tilec.server.db import crud
 from tilec.server.db.models import Artifact, TuneJob
@@ -289,3 +290,46 @@ async def test_a_kernel_row_keyed_by_an_older_frontend_is_not_found_for_new_inpu
     r = await client.post("/v1/kernels", json={"source": VICTIM})
     assert r.status_code == 200, r.text
     assert r.json()["key"] != "f" * 64
+
+
+def test_a_tune_job_building_other_bytes_for_a_stored_key_counts_a_conflict(
+    make_client: Callable[..., httpx.AsyncClient],
+) -> None:
+    """The runner stores its builds through the same rule: a signed row with other bytes under the key a job
+    builds stands (as if an earlier, different build had made it), and the conflict is counted."""
+    client = make_client(tune_full_seconds=0.05, tune_brief_seconds=0.02, tune_compile_workers=1)
+    state = client.app.state.tilec  # type: ignore[attr-defined]
+    launch = {"grid": ["cdiv(n, BLOCK)"], "args": {"x_ptr": "randn(n)", "out_ptr": "empty(n)", "n": 256}}
+    request = {"source": VICTIM, "name": "scale_kernel", "signature": SIGNATURE, "constexprs": {}, "launch": launch,
+               "configs": [{"kwargs": {"BLOCK": 64}, "num_warps": 4, "num_stages": 3}], "budget": None, "seed": 0,
+               "cuda_graph": False, "budgets": state.budgets()}  # fmt: skip
+    kernel_key = read_kernel(VICTIM).key
+    state.write_sync(lambda s: crud.add_kernel(s, values={
+        "key": kernel_key, "name": "scale_kernel", "kind": "source", "source": VICTIM, "ir": None,
+        "input_sha256": "0" * 64, "info": {}}))  # fmt: skip
+    ctx = WorkerContext(settings=state.settings, rw=state.rw, metrics=state.metrics)
+
+    def job(tkey: str) -> int:
+        values = {"kernel_key": kernel_key, "tuning_key": tkey, "key_values": "", "dtypes": "", "target": "cpu",
+                  "strategy": "exhaustive", "trials_planned": 1, "request": request}  # fmt: skip
+
+        def add(session):  # noqa: ANN001, ANN202
+            row = TuneJob(**values)
+            session.add(row)
+            session.flush()
+            return row.id
+
+        return state.write_sync(add)
+
+    assert run_job(ctx, job("1" * 64)) == "done"
+    (key,) = state.read_sync(lambda s: [a.key for a in s.query(Artifact).all()])
+    row = state.read_sync(lambda s: crud.get_artifact(s, key=key))
+    other = row.binary + b"\0" * 8  # signed by the service: an authentic build that came out different
+    art = {"binary": other, "kernel_name": row.kernel_name, "compiler_version": row.compiler_version,
+           "tir": row.tir, "llir": row.llir, "ptx": row.ptx, "metadata": row.meta}  # fmt: skip
+    values = service.artifact_values(kernel_key=row.kernel_key, key=key, spec=row.spec, config=row.config,
+                                     target=row.target, art=art, signer=state.signing_key())  # fmt: skip
+    _change_row(state.settings.resolved_database_url, key, **{k: v for k, v in values.items() if k != "key"})
+    assert run_job(ctx, job("2" * 64)) == "done"
+    assert state.read_sync(lambda s: crud.get_artifact(s, key=key)).binary == other  # the stored build stands
+    assert _metric(client, "tilec_artifact_conflicts_total") == 1.0
