@@ -32,7 +32,9 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_budget_refusal_is_located(name: str) -> None:
     body, budgets, where = CASES[name]
-    request = CompileRequest(text=HEAD + body, kind="source", name="k", signature=SIG, emit="tir", budgets=budgets)
+    request = CompileRequest(
+        text=HEAD + body, kind="source", name="k", signature=SIG, emit="tir", budgets=budgets
+    )
     with pytest.raises(BudgetExceededError) as info:
         compile_request(request)
     err = info.value
@@ -51,7 +53,9 @@ def test_helper_call_depth_is_located() -> None:
     assert info.value.line is not None and info.value.col is not None
 
 
-IR = "module {{\n  kernel @k(%x: ptr<i32>) {{\n    %0 = constant {{value = {v}}} : {t}\n    return\n  }}\n}}\n"
+IR = (
+    "module {{\n  kernel @k(%x: ptr<i32>) {{\n    %0 = constant {{value = {v}}} : {t}\n    return\n  }}\n}}\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -64,7 +68,9 @@ IR = "module {{\n  kernel @k(%x: ptr<i32>) {{\n    %0 = constant {{value = {v}}}
         ("2", "i1", "integer constant 2 does not fit in i1", 10),
     ],
 )
-def test_an_ir_integer_out_of_its_types_range_is_a_located_error(value: str, type_: str, message: str, col: int) -> None:
+def test_an_ir_integer_out_of_its_types_range_is_a_located_error(
+    value: str, type_: str, message: str, col: int
+) -> None:
     with pytest.raises(CompileError, match=message) as info:
         compile_kernel(IR.format(v=value, t=type_), None, is_ir=True, emit="llir")
     assert (info.value.line, info.value.col) == (3, col)

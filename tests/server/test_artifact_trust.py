@@ -84,7 +84,9 @@ def _metric(client: httpx.AsyncClient, name: str) -> float:
     return registry.get_sample_value(name) or 0.0
 
 
-async def test_the_poisoning_pair_gets_another_key_and_the_victims_build_stands(client: httpx.AsyncClient) -> None:
+async def test_the_poisoning_pair_gets_another_key_and_the_victims_build_stands(
+    client: httpx.AsyncClient,
+) -> None:
     victim = await _compile(client, VICTIM)
     before = await _served(client, victim["id"])
     attack = await _compile(client, ATTACKER)  # the victim's spec, config and target, read from its manifest
@@ -94,7 +96,11 @@ async def test_the_poisoning_pair_gets_another_key_and_the_victims_build_stands(
     verify(before[1], before[0], target="cpu", trusted=await _pinned(client))
     # the victim compiling again (its own source, reformatted) is served its own build, not the attacker's
     again = await _compile(client, "# again\n" + VICTIM.replace("SCALE * 2", "(SCALE) * 2"))
-    assert (again["kernel_key"], again["id"], again["sha256"]) == (victim["kernel_key"], victim["id"], victim["sha256"])
+    assert (again["kernel_key"], again["id"], again["sha256"]) == (
+        victim["kernel_key"],
+        victim["id"],
+        victim["sha256"],
+    )
 
 
 async def test_a_build_with_other_bytes_for_a_stored_key_is_a_conflict(
@@ -125,7 +131,10 @@ async def test_a_row_changed_behind_the_service_fails_the_pinned_check(
     verify(signed, binary, target="cpu", trusted=trusted)
     evil = binary + b"\0" * 16  # what the attacker wants loaded, with its own sha256 and size beside it
     tampered = {
-        "binary and sha256": ({"binary": evil, "sha256": hashlib.sha256(evil).hexdigest(), "size": len(evil)}, evil),
+        "binary and sha256": (
+            {"binary": evil, "sha256": hashlib.sha256(evil).hexdigest(), "size": len(evil)},
+            evil,
+        ),
         "launch metadata": ({"meta": {**signed["manifest"]["metadata"], "num_threads": 1}}, binary),
     }
     for what, (change, served_binary) in tampered.items():
@@ -139,10 +148,17 @@ async def test_a_row_changed_behind_the_service_fails_the_pinned_check(
         _change_row(database_url, victim["id"], binary=binary, sha256=signed["manifest"]["sha256"], size=len(binary),
                     meta=signed["manifest"]["metadata"])  # fmt: skip
     assert _metric(client, "tilec_signature_mismatches_total") == 2.0
-    verify((await client.get(f"/v1/artifacts/{victim['id']}/manifest")).json(), binary, target="cpu", trusted=trusted)
+    verify(
+        (await client.get(f"/v1/artifacts/{victim['id']}/manifest")).json(),
+        binary,
+        target="cpu",
+        trusted=trusted,
+    )
 
 
-async def test_a_row_stored_before_signatures_is_served_unsigned(client: httpx.AsyncClient, database_url: str) -> None:
+async def test_a_row_stored_before_signatures_is_served_unsigned(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
     """Rows from before migration 0007 have no build-time signature: the service never signs them after
     the fact (it cannot tell whether they were changed), so a client that pins keys refuses them."""
     victim = await _compile(client, VICTIM)
@@ -240,7 +256,16 @@ def test_a_pinned_pull_refuses_a_row_changed_behind_the_service(
     env = {"TILEC_URL": server.url, "TILEC_TOKEN": None, "TILEC_TRUSTED_KEYS": key.public_key}
 
     def pull(out: Path) -> Result:
-        args = ["pull", "--manifest", str(root / "tilec.toml"), "--target", "cpu", "-o", str(out), "--compile-missing"]
+        args = [
+            "pull",
+            "--manifest",
+            str(root / "tilec.toml"),
+            "--target",
+            "cpu",
+            "-o",
+            str(out),
+            "--compile-missing",
+        ]
         return CliRunner().invoke(_cli(), args, env=env)
 
     first = pull(tmp_path / "first")
@@ -280,7 +305,9 @@ def _cli() -> typer.Typer:
     return app
 
 
-async def test_a_kernel_row_keyed_by_an_older_frontend_is_not_found_for_new_input(client: httpx.AsyncClient) -> None:
+async def test_a_kernel_row_keyed_by_an_older_frontend_is_not_found_for_new_input(
+    client: httpx.AsyncClient,
+) -> None:
     """A row stored under the old key (the closure not yet in it) is never the row of a source sent now:
     the lookup by input includes the frontend version, so the source is read again into its own key."""
     state = client.app.state.tilec  # type: ignore[attr-defined]

@@ -26,17 +26,25 @@ def plain_add(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("time_ms", ["1e-300", "-1.0", "0", "NaN", "Infinity", "1e999", "1e300"])
 async def test_an_implausible_time_is_refused_at_publish(client: httpx.AsyncClient, time_ms: str) -> None:
     kernel = (await client.post("/v1/kernels", json={"ir": ADD_IR})).json()
-    trial = '{"config": {}, "time_ms": ' + time_ms + "}"  # written out: JSON has no NaN or Infinity of its own
-    body = f'{{"kernel_key": "{kernel["key"]}", "key": "", "dtypes": "", "target": "cpu", "trials": [{trial}]}}'
+    trial = (
+        '{"config": {}, "time_ms": ' + time_ms + "}"
+    )  # written out: JSON has no NaN or Infinity of its own
+    body = (
+        f'{{"kernel_key": "{kernel["key"]}", "key": "", "dtypes": "", "target": "cpu", "trials": [{trial}]}}'
+    )
     r = await client.post("/v1/tuning-results", content=body, headers={"content-type": "application/json"})
     assert 400 <= r.status_code < 500, r.text
     assert "time_ms" in r.text
     plausible = body.replace(f'"time_ms": {time_ms}}}', '"time_ms": 0.004}')
-    r = await client.post("/v1/tuning-results", content=plausible, headers={"content-type": "application/json"})
+    r = await client.post(
+        "/v1/tuning-results", content=plausible, headers={"content-type": "application/json"}
+    )
     assert r.status_code == 200, r.text
 
 
-async def test_jobs_of_a_kernel_without_an_autotune_key_are_keyed_by_their_launch(client: httpx.AsyncClient) -> None:
+async def test_jobs_of_a_kernel_without_an_autotune_key_are_keyed_by_their_launch(
+    client: httpx.AsyncClient,
+) -> None:
     def body(n: int) -> dict:
         launch = {"grid": ["cdiv(n, BLOCK)"], "args": {"x_ptr": "randn(n)", "out_ptr": "empty(n)", "n": n}}
         return {"source": SOURCE, "signature": {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
