@@ -117,7 +117,8 @@ class _Entry:
 
             names = [n for n in self.data.get("key_names") or [] if n in self.signature]
             key = key_string(names, {n: _key_value(bound[n], types[n]) for n in names})
-            if key != self.data["key"]:
+            # no autotune key: the build fits any call (a kernel without a decorator is keyed by its launch)
+            if names and key != self.data["key"]:
                 return f"its tuning key is {self.data['key']}, the call's {key}"
         return None
 

@@ -396,7 +396,11 @@ def test_a_tuning_key_without_an_autotune_key_is_the_launch() -> None:
     assert r.tuning_key_string(["M", "N", "K"]) == '{"M":500,"N":256,"K":96}'
     assert r.tuning_key_string([]) == ""  # @autotune(key=[]): one result for every launch, as Triton does
     plain = r.tuning_key_string(None)
-    assert json.loads(plain)["launch"]["args"]["a_ptr"] == {"shape": [500, 96], "dtype": "fp16", "strides": [96, 1]}
+    assert json.loads(plain)["launch"]["args"]["a_ptr"] == {
+        "shape": [500, 96],
+        "dtype": "fp16",
+        "strides": [96, 1],
+    }
     others = [
         resolve(LaunchDescription.from_toml(MATMUL_TOML.replace("M = 500", "M = 4096")), MATMUL_SIG, MATMUL_PARAMS),
         resolve(LaunchDescription.from_toml(MATMUL_TOML.replace('grid = ["cdiv(M, BLOCK_SIZE_M) * cdiv(N, BLOCK_SIZE_N)"]',
