@@ -115,10 +115,12 @@ class _Entry:
         if self.data["kind"] == "tuned":
             from ._jit import _key_value
 
-            key = tuning_key(kernel_key=self.data["kernel_key"], key_names=self.data.get("key_names") or [],
-                             value=lambda n: _key_value(bound[n], types[n]), runtime=list(self.signature),
-                             signature=types, target=self.data["target"]).key  # fmt: skip
-            if key != self.data["key"]:
+            names = [n for n in self.data.get("key_names") or [] if n in self.signature]
+            # no autotune key: the build fits any call (a kernel without a decorator is keyed by its launch)
+            key = names and tuning_key(kernel_key=self.data.get("kernel_key", ""), key_names=names,
+                                       value=lambda n: _key_value(bound[n], types[n]), runtime=list(self.signature),
+                                       signature=types, target=self.data["target"]).key  # fmt: skip
+            if names and key != self.data["key"]:
                 return f"its tuning key is {self.data['key']}, the call's {key}"
         return None
 

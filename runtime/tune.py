@@ -72,6 +72,7 @@ class TuneJobSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    source: str | None = None  # the source the job was sent with (None: sent by kernel key, the kernel row's)
     name: str | None
     signature: dict[str, str]
     constexprs: dict[str, Any] = {}
@@ -94,10 +95,17 @@ def prepare(spec: TuneSpec) -> Prepared:
     configs = spec.configs if spec.configs is not None else space.from_list(autotune.configs if autotune else [])
     if not configs:
         configs = [space.normalise({})]
-    tk = tuning_key(kernel_key=ks.key, key_names=list(autotune.key) if autotune else [],
+    # a kernel without an autotune decorator is keyed by its launch: one launch's trials never answer another's
+    tk = tuning_key(kernel_key=ks.key, key_names=list(autotune.key) if autotune else None,
                     value=lambda n: resolved.key_values([n])[n], runtime=runtime, signature=spec.signature,
-                    target=spec.target)  # fmt: skip
+                    target=spec.target, launch_key=lambda: resolved.launch_key_string())  # fmt: skip
     return _prepared(spec, ks.name, tk, runtime, resolved, configs)
+
+
+def source_kernel_key(source: str, name: str | None, budgets: Budgets) -> str:
+    """The kernel key that `source` reads as (ast only): a worker checks a stored job's source against its
+    row's kernel key before building anything under it; it runs in a limited child (tuner.run_limited)."""
+    return read_kernel(source, name, budgets=budgets).key
 
 
 def prepare_job(spec: TuneSpec, key: TuningKey, params: list[str]) -> Prepared:

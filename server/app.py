@@ -56,6 +56,8 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
     state = state or AppState.open(settings)
     if state.executor is None:
         state.executor = make_executor(state.settings, state.rw)
+    if getattr(state.executor, "ctx", None) is not None:  # in-process jobs count their artifact conflicts here
+        state.executor.ctx.metrics = state.metrics
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

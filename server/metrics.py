@@ -39,4 +39,14 @@ class Metrics:
             ["table"],
             registry=r,
         )
+        self.artifact_conflicts = Counter(
+            "tilec_artifact_conflicts",
+            "builds that gave other bytes than the signed artifact stored under their key (which stands)",
+            registry=r,
+        )
+        self.signature_mismatches = Counter(
+            "tilec_signature_mismatches",
+            "stored artifacts whose build-time signature no longer matched the row (changed behind the service)",
+            registry=r,
+        )
         self.db_errors = Counter("tilec_db_unavailable", "requests refused because the database was down", registry=r)

@@ -5,6 +5,7 @@ database as the cache. Routes stay thin; this module turns pool failures into Ap
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -12,18 +13,21 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import Session
 
 from tilec.compiler.artifact import CompileOptions, artifact_key, compiler_version, parse_target
-from tilec.compiler.frontend import Budgets
+from tilec.compiler.frontend import FRONTEND_VERSION, Budgets
+from tilec.compiler.frontend.reader import byte_location
 from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune import space
 from tilec.wire import ArtifactPublic, CompileCreate, ConfigSpec, ConstValue, Emit, KernelCreate, KernelPublic
 
 from . import errors as E
 from .db import crud
-from .db.artifacts import TEXT_FORMS, artifact_values, sha256
+from .db.artifacts import TEXT_FORMS, artifact_values, sha256, store_build
 from .db.models import Artifact, Kernel
 from .metrics import Metrics
 from .pool import TaskFailed
 from .state import AppState
+
+log = logging.getLogger("tilec.artifacts")
 
 KERNEL_NAME_MAX = 200  # the String(200) of kernels.name and artifacts.kernel_name
 BINARY_FORM = {"cuda": "cubin", "cpu": "object"}
@@ -166,10 +170,15 @@ def check_input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[st
     if kind == "kernel_key":
         return kind, body.kernel_key or ""
     text = getattr(body, kind)
-    limit = state.settings.max_source_bytes
-    if len(text.encode()) > limit:
-        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    check_source_size(text, state.settings.max_source_bytes)
     return kind, text
+
+
+def check_source_size(text: str, limit: int) -> None:
+    """A 413 for source over the limit, with the line and column where the limit ends (counted, not parsed)."""
+    if len(text.encode()) > limit:
+        line, col = byte_location(text, limit)
+        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit), line=line, col=col)
 
 
 def read_kernel(session: Session, metrics: Metrics, *, key: str) -> Kernel | None:
@@ -199,6 +208,10 @@ def kernel_public(row: Kernel, *, created: bool = False) -> KernelPublic:
 
 
 def input_sha256(kind: str, text: str, name: str | None) -> str:
+    """What finds the kernel row already read from this input. A source's key depends on the frontend
+    version, so the version is part of it: a row keyed by an older frontend is never found for new input."""
+    if kind == "source":
+        return crud.stable_hash({"kind": kind, "name": name, "text": text, "frontend": FRONTEND_VERSION})
     return crud.stable_hash({"kind": kind, "name": name, "text": text})
 
 
@@ -405,10 +418,19 @@ async def _build_new(
 async def _store_artifact(
     state: AppState, *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
 ) -> ArtifactPublic:
-    values = artifact_values(kernel_key=kernel_key, key=key, spec=spec, config=config, target=target, art=art)
-    await state.write(lambda s: crud.put_artifact(s, values=values))
+    signer = state.signing_key()
+    values = artifact_values(kernel_key=kernel_key, key=key, spec=spec, config=config, target=target, art=art,
+                             signer=signer)  # fmt: skip
+    outcome = await state.write(lambda s: store_build(s, values=values, signer=signer))
     for form in FORMS:
         state.blobs.drop((key, form))
+    if outcome == "conflict":  # the stored build stands: answer with it
+        state.metrics.artifact_conflicts.inc()
+        row = await state.read(lambda s: crud.get_artifact(s, key=key))
+        if row is not None:
+            return _text_links(artifact_public(row, cached=True), {"ptx": row.ptx, "llir": row.llir, "tir": row.tir})
+    if outcome == "replaced":
+        state.metrics.signature_mismatches.inc()
     row = Artifact(**values)
     return _text_links(artifact_public(row, cached=False), {f: values[f] for f in ("ptx", "llir", "tir")})
 

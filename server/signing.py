@@ -11,8 +11,9 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -53,6 +54,45 @@ class SigningKey:
         return ManifestPublic(
             manifest=manifest, key_id=self.key_id, signature=base64.b64encode(signature).decode()
         )
+
+    def verifies(self, signed: ManifestPublic) -> bool:
+        """Whether this key made `signed`'s signature over its manifest as it reads now (False for another
+        key's signature: this key cannot vouch for it)."""
+        if signed.key_id != self.key_id or signed.signature is None:
+            return False
+        try:
+            raw = base64.b64decode(signed.signature, validate=True)
+            self.private.public_key().verify(raw, canonical_json(signed.manifest.model_dump(mode="json")))
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
+
+def manifest_body(row: Any, tuning_key: str | None = None) -> ManifestBody:
+    """The manifest of an artifact (a row, or anything with the row's attributes): what the builder signs
+    when it stores the row, and what the manifest route rebuilds from the row to serve with that stored
+    signature. Every field a loader uses is here: binary sha256 and size, target, kernel (grid) symbol,
+    launch metadata (argument layout, threads, shared memory), spec and config. Raises ValueError (a
+    pydantic ValidationError) when a stored column is not what a manifest holds."""
+    return ManifestBody(
+        artifact_id=row.key,
+        kernel_key=row.kernel_key,
+        kernel_name=row.kernel_name,
+        tuning_key=tuning_key,
+        config=row.config,
+        spec=row.spec,
+        metadata=row.meta if row.meta is not None else {},
+        target=row.target,
+        compiler_version=row.compiler_version,
+        sha256=row.sha256,
+        size=row.size,
+    )
+
+
+def stored_manifest(row: Any) -> ManifestPublic:
+    """The build manifest of a row with the signature stored beside it at build time (unsigned for rows
+    stored before signatures were: clients that pin keys refuse those)."""
+    return ManifestPublic(manifest=manifest_body(row), key_id=row.signing_key_id, signature=row.signature)
 
 
 def parse_pem(pem: bytes, source: str) -> SigningKey:

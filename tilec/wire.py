@@ -182,9 +182,15 @@ class ArtifactPublic(BaseModel):
     cached: bool = False
 
 
+# A published time outside these is not a measurement (no launch completes in under 0.1 us, below the
+# timer's resolution; a trial stops long before an hour), and a time that low would stay the best forever.
+MIN_TRIAL_MS = 1e-4
+MAX_TRIAL_MS = 3.6e6
+
+
 class TrialCreate(_Model):
     config: ConfigSpec
-    time_ms: float = Field(gt=0, allow_inf_nan=False)
+    time_ms: float = Field(ge=MIN_TRIAL_MS, le=MAX_TRIAL_MS, allow_inf_nan=False)
     artifact_id: str | None = Field(default=None, max_length=128)
     gpu_model: str | None = Field(default=None, max_length=200)
     driver_version: str | None = Field(default=None, max_length=100)

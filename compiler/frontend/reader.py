@@ -3,9 +3,10 @@ aliases, @triton.jit functions, @triton.autotune / @triton.heuristics data, para
 
 The kernel key is the sha256 of a canonical form of the kernel's AST, not of its tile IR: the IR
 depends on constexpr values (tile shapes are static), so it exists only after specialisation.
-The canonical form is `ast.dump` without positions, docstrings removed, of the kernel and of every
-@triton.jit helper it reaches, the module-level constants they name, the autotune/heuristics data,
-and FRONTEND_VERSION. Comments and formatting do not change the key; renaming a local may.
+The canonical form is `ast.dump` without positions, docstrings removed, of every top-level statement
+that binds a name the kernel reaches, transitively (helpers of helpers, constants that name constants,
+decorators and defaults), plus the autotune/heuristics data and FRONTEND_VERSION: two sources that mean
+different things never share a key. Comments and formatting do not change it; renaming a local may.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import io
 import json
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +25,7 @@ from . import inductor
 from .literal import FoldError, LiteralEvaluator, run_builder
 from .types import dtype_named
 
-FRONTEND_VERSION = "tilec-frontend-1"
+FRONTEND_VERSION = "tilec-frontend-2"  # 2: the key covers the closure of module-level bindings
 
 # Import spellings -> the canonical module they stand for.
 _MODULE_ALIASES = {
@@ -183,36 +186,72 @@ def parse_source(source: str, filename: str, budgets: Budgets) -> ast.Module:
     if not isinstance(source, str):
         raise CompileError("kernel source must be text", filename=filename)
     size = len(source.encode("utf-8", errors="replace"))
-    if size > budgets.max_source_bytes:
-        raise BudgetExceededError(f"source is {size} bytes, over the budget of {budgets.max_source_bytes}",
-                                  filename=filename)
     info = SourceInfo(source, filename)
+    if size > budgets.max_source_bytes:
+        line, col = byte_location(source, budgets.max_source_bytes)
+        raise info.error(_at(info, line, col), f"source is {size} bytes, over the budget of {budgets.max_source_bytes} "
+                         "(which ends here)", BudgetExceededError)  # fmt: skip
     try:
         tree = ast.parse(source, filename="<source>")
     except SyntaxError as exc:
         node = ast.Pass(lineno=exc.lineno or 1, col_offset=max((exc.offset or 1) - 1, 0)) if exc.lineno else None
         raise info.error(node, f"syntax error: {exc.msg}") from None
     except (RecursionError, MemoryError):
-        raise BudgetExceededError("source is nested too deeply to parse", filename=filename) from None
+        line, col = _longest_logical_line(source)
+        raise info.error(_at(info, line, col), "source is nested too deeply to parse", BudgetExceededError) from None
     except ValueError as exc:
         raise CompileError(f"source cannot be parsed: {exc}", filename=filename) from None
     check_tree_size(tree, info, budgets)
     return tree
 
 
+def byte_location(text: str, offset: int) -> tuple[int, int]:
+    """(line, column), both from 1, of the character holding UTF-8 byte `offset` of `text` (the first byte
+    past a size budget): counted, not parsed, so the API process may call it on untrusted text."""
+    head = text.encode("utf-8", errors="replace")[:offset].decode("utf-8", errors="ignore")
+    start = head.rfind("\n") + 1
+    return head.count("\n") + 1, len(head) - start + 1
+
+
+def _at(info: SourceInfo, line: int, col: int) -> ast.AST:
+    """A node at (line, character column), for SourceInfo.error, which reads ast's UTF-8 byte columns."""
+    text = info.lines[line - 1] if 0 < line <= len(info.lines) else ""
+    return ast.Pass(lineno=line, col_offset=len(text[: col - 1].encode("utf-8")))
+
+
+def _longest_logical_line(source: str) -> tuple[int, int]:
+    """Where a source too deep for Python's parser starts the statement with the most tokens (tokenize
+    works without recursion); (1, 1) when it cannot tell."""
+    best, count, start = (0, (1, 1)), 0, (1, 1)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if count == 0:
+                start = tok.start
+            count += 1
+            if count > best[0]:
+                best = (count, start)
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                count = 0
+    except (tokenize.TokenError, SyntaxError, MemoryError, RecursionError):
+        pass
+    line, col = best[1]
+    return line, col + 1
+
+
 def check_tree_size(tree: ast.AST, info: SourceInfo, budgets: Budgets) -> None:
     """Count nodes and measure depth without recursion, before anything recursive visits the tree."""
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    stack: list[tuple[ast.AST, int, ast.AST]] = [(tree, 0, _at(info, 1, 1))]
     count = 0
     while stack:
-        node, depth = stack.pop()
+        node, depth, at = stack.pop()
+        at = node if hasattr(node, "lineno") else at  # Load, operators and the module have no position
         count += 1
         if count > budgets.max_ast_nodes:
-            raise info.error(node, f"source has more than {budgets.max_ast_nodes} syntax nodes", BudgetExceededError)
+            raise info.error(at, f"source has more than {budgets.max_ast_nodes} syntax nodes", BudgetExceededError)
         if depth > budgets.max_ast_depth:
-            raise info.error(node, f"expression nested deeper than {budgets.max_ast_depth} levels", BudgetExceededError)
+            raise info.error(at, f"expression nested deeper than {budgets.max_ast_depth} levels", BudgetExceededError)
         for child in ast.iter_child_nodes(node):
-            stack.append((child, depth + 1))
+            stack.append((child, depth + 1, at))
 
 
 # ---- the module level ---------------------------------------------------------------------------
@@ -275,19 +314,6 @@ def pick_kernel(mod: ModuleInfo, name: str | None, info: SourceInfo) -> ast.Func
         raise CompileError("no @triton.jit function in this source", filename=info.filename)
     names = ", ".join(f.name for f in roots) or ", ".join(mod.jit_functions)
     raise CompileError(f"several kernels in this source ({names}): name the one to compile", filename=info.filename)
-
-
-def reachable_helpers(kernel: ast.FunctionDef, mod: ModuleInfo) -> list[ast.FunctionDef]:
-    seen: dict[str, ast.FunctionDef] = {}
-    work = [kernel]
-    while work:
-        fn = work.pop()
-        for n in sorted(called_names(fn)):
-            helper = mod.jit_functions.get(n)
-            if helper is not None and n != kernel.name and n not in seen:
-                seen[n] = helper
-                work.append(helper)
-    return [seen[n] for n in sorted(seen)]
 
 
 # ---- decorators as data ------------------------------------------------------------------------
@@ -510,17 +536,15 @@ def canonical_dump(fn: ast.FunctionDef) -> str:
     return ast.dump(clean, annotate_fields=True, include_attributes=False)
 
 
-def kernel_key(kernel: ast.FunctionDef, helpers: list[ast.FunctionDef], mod: ModuleInfo,
-               autotune: AutotuneSpec | None, heuristics: dict[str, str]) -> str:
+def kernel_key(kernel: ast.FunctionDef, tree: ast.Module, autotune: AutotuneSpec | None,
+               heuristics: dict[str, str]) -> str:
+    """The one place the kernel key is made: the kernel's name, every module-level statement that binds a
+    name the kernel reaches, transitively (constants that name constants, helpers of helpers, config
+    builders, decorators' and defaults' names), the star imports, and the autotune/heuristics data read."""
     h = hashlib.sha256(FRONTEND_VERSION.encode())
-    names: set[str] = set()
-    for fn in [kernel, *helpers]:
-        h.update(canonical_dump(fn).encode())
-        names |= called_names(fn)
-    for name in sorted(names & set(mod.global_nodes)):
-        h.update(f"global {name}=".encode() + ast.dump(mod.global_nodes[name]).encode())
-    for name in sorted(names & set(mod.aliases)):
-        h.update(f"alias {name}={canonical_module(mod.aliases[name])}".encode())
+    h.update(f"kernel {kernel.name}\n".encode())
+    for text in binding_closure(tree, {kernel.name}):
+        h.update(hashlib.sha256(text.encode()).digest())
     data = {
         "autotune": None if autotune is None else {
             "configs": [[_jsonable(c.kwargs), c.num_warps, c.num_stages] for c in autotune.configs],
@@ -529,6 +553,92 @@ def kernel_key(kernel: ast.FunctionDef, helpers: list[ast.FunctionDef], mod: Mod
     }
     h.update(json.dumps(data, sort_keys=True).encode())
     return h.hexdigest()
+
+
+def binding_closure(tree: ast.Module, roots: set[str]) -> list[str]:
+    """The canonical text of every top-level statement that binds a name reachable from `roots`, in source
+    order: a statement's own names lead to the statements that bind them, until none is new. Every kind
+    of binding counts (a second assignment, `+=`, a tuple target, `X[i] = ...`, a def inside an `if`),
+    whether or not the reader gives it a meaning, so a key never depends on which binding the compiler
+    picks. Star imports always count: they give every unbound name its meaning."""
+    binders: dict[str, list[int]] = {}
+    for i, stmt in enumerate(tree.body):
+        for name in _bound_names(stmt):
+            binders.setdefault(name, []).append(i)
+    chosen = {i for i, stmt in enumerate(tree.body) if _is_star_import(stmt)}
+    seen: set[str] = set()
+    work = sorted(roots)
+    while work:
+        name = work.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for i in binders.get(name, ()):
+            if i not in chosen:
+                chosen.add(i)
+                work.extend(_referenced_names(tree.body[i]) - seen)
+    return [_canonical_statement(tree.body[i]) for i in sorted(chosen)]
+
+
+def _is_star_import(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names)
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """The module-level names a top-level statement binds, rebinds, mutates or deletes."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names}
+    if isinstance(stmt, ast.ImportFrom):
+        return {a.asname or a.name for a in stmt.names if a.name != "*"}
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):  # `X[0] = 1` and `X.a = 1` change X
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return names | _walrus_names(stmt.value)
+    names: set[str] = set()  # compound statements and the rest: anything stored or deleted inside
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= _bound_names(n)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names.update(n.names)
+    return names
+
+
+def _walrus_names(node: ast.AST | None) -> set[str]:
+    if node is None:
+        return set()
+    return {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)}
+
+
+def _referenced_names(stmt: ast.stmt) -> set[str]:
+    """Every name a statement mentions (a superset of what it reads: a local that shadows a module-level
+    name only makes the key depend on more than it must). `global X` inside a def rebinds X: mentioned."""
+    names: set[str] = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names.update(n.names)
+    return names
+
+
+def _canonical_statement(stmt: ast.stmt) -> str:
+    """A statement without positions; a function without its docstring; an import as the canonical modules
+    its names stand for (so `tilec.language` and `triton.language` are one)."""
+    if isinstance(stmt, ast.Import):
+        return "import " + ",".join(
+            f"{a.asname}={canonical_module(a.name)}" if a.asname else a.name for a in stmt.names)
+    if isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+        return f"from {canonical_module(stmt.module)} import " + ",".join(
+            f"{a.asname or a.name}={canonical_module(stmt.module + '.' + a.name)}" for a in stmt.names)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return canonical_dump(stmt)  # type: ignore[arg-type]
+    return ast.dump(stmt, annotate_fields=True, include_attributes=False)
 
 
 def read_kernel(source: str, name: str | None = None, *, filename: str = "<source>",
@@ -545,6 +655,5 @@ def read_kernel(source: str, name: str | None = None, *, filename: str = "<sourc
     env = literal_env(mod, info)
     autotune, heuristics, spec = read_decorators(kernel, mod, env, info)
     params = read_params(kernel, mod, env, info)
-    helpers = reachable_helpers(kernel, mod)
-    key = kernel_key(kernel, helpers, mod, autotune, heuristics)
+    key = kernel_key(kernel, tree, autotune, heuristics)
     return KernelSource(kernel.name, key, params, autotune, heuristics, filename, budgets, tree, mod, info, spec)

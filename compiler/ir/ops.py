@@ -145,6 +145,16 @@ def _constant(op: Operation) -> None:
         fail(op, f"float constant needs a number, got {v!r}")
     if e.is_int and (not isinstance(v, int) or isinstance(v, bool)):
         fail(op, f"integer constant needs an integer, got {v!r}")
+    if e.is_int and not -(1 << (e.bits - 1)) <= v < (1 << e.bits):  # signed or unsigned, it must fit the bits
+        fail(op, f"integer constant {_short(v)} does not fit in {e.name}")
+
+
+def _short(v: int) -> str:
+    """A number as an error message shows it: a long one by its first digits and its length."""
+    digits = str(v) if v.bit_length() < 14000 else None  # under int()'s 4300-digit limit
+    if digits is not None and len(digits) <= 40:
+        return digits
+    return f"of {len(digits)} digits" if digits is not None else f"of about {int(v.bit_length() * 0.30103) + 1} digits"
 
 
 def _make_range(op: Operation) -> None:

@@ -30,6 +30,7 @@ _TOKEN = re.compile(
 MAX_IR_BYTES = 16 * 1024 * 1024
 MAX_NESTING = 200
 MAX_ATTR_NESTING = 16
+MAX_INT_DIGITS = 40  # u128's maximum has 39 digits
 
 
 class Tok:
@@ -73,7 +74,10 @@ def _line_of(text: str, start: int) -> str:
 class Parser:
     def __init__(self, text: str, filename: str = "<ir>"):
         if len(text) > MAX_IR_BYTES:
-            raise CompileError(f"IR text is {len(text)} bytes, over the {MAX_IR_BYTES} byte limit", filename=filename)
+            line = text.count("\n", 0, MAX_IR_BYTES) + 1
+            start = text.rfind("\n", 0, MAX_IR_BYTES) + 1
+            raise CompileError(f"IR text is {len(text)} bytes, over the {MAX_IR_BYTES} byte limit (which ends here)",
+                               filename=filename, line=line, col=MAX_IR_BYTES - start + 1)  # fmt: skip
         self.text = text
         self.lines = text.split("\n")
         self.filename = filename
@@ -192,6 +196,8 @@ class Parser:
                 return -float(t.text[1:])
             if any(c in t.text for c in ".eE"):
                 return float(t.text)
+            if len(t.text.lstrip("-")) > MAX_INT_DIGITS:  # no integer type is that wide (nor can int() read it)
+                raise self.error(f"integer literal of {len(t.text.lstrip('-'))} digits: no integer type holds it", t)
             return int(t.text)
         if self.accept("["):
             vals = []

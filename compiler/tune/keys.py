@@ -32,19 +32,25 @@ class TuningKey:
 def tuning_key(
     *,
     kernel_key: str,
-    key_names: Sequence[str],
+    key_names: Sequence[str] | None,
     value: Callable[[str], Any],
     runtime: Sequence[str],
     signature: Mapping[str, str],
     target: str,
+    launch_key: Callable[[], str] | None = None,
 ) -> TuningKey:
     """The tuning key of one launch, made one way for every writer and reader (the service's submit, a tune,
     `tilec.jit`'s shared results, a pulled index, `tilec pull`): of the autotune key's names, those that are
     runtime arguments of this launch, in the decorator's order, with `value(name)` (a scalar, or a tensor as
     `{"shape": [...], "dtype": ...}`); a name that is a constexpr or not a parameter is left out. `runtime`:
-    the runtime parameters in kernel order; `signature`: their types."""
-    names = [n for n in key_names if n in runtime]
-    return TuningKey(kernel_key, key_string(names, {n: value(n) for n in names}), dtypes_string(signature, runtime), target)
+    the runtime parameters in kernel order; `signature`: their types. `key_names` None (a kernel without an
+    autotune decorator) with `launch_key` given: the key is `launch_key()`, what was timed (a launch
+    description's arguments and grid), so that one launch's trials never answer another's."""
+    dtypes = dtypes_string(signature, runtime)
+    if key_names is None and launch_key is not None:
+        return TuningKey(kernel_key, launch_key(), dtypes, target)
+    names = [n for n in key_names or [] if n in runtime]
+    return TuningKey(kernel_key, key_string(names, {n: value(n) for n in names}), dtypes, target)
 
 
 def key_string(names: Sequence[str], values: Mapping[str, Any]) -> str:
@@ -53,6 +59,15 @@ def key_string(names: Sequence[str], values: Mapping[str, Any]) -> str:
     if not names:
         return ""
     return json.dumps({n: _plain(values[n]) for n in names}, separators=(",", ":"))
+
+
+def launch_string(launch: Mapping[str, Any], max_chars: int) -> str:
+    """The key string of a launch-keyed tuning key, `{"launch":{...}}`, or `{"launch_sha256":...}` when it
+    would be longer than `max_chars`."""
+    text = key_string(["launch"], {"launch": launch})
+    if len(text) <= max_chars:
+        return text
+    return key_string(["launch_sha256"], {"launch_sha256": hashlib.sha256(text.encode()).hexdigest()})
 
 
 def dtypes_string(signature: Mapping[str, str], params: Sequence[str]) -> str:

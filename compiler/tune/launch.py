@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from ..errors import TilecError
+from .keys import launch_string
 
 _Int = Annotated[int, Strict()]  # a bool is not a size
 _Num = Annotated[float, Strict()] | Annotated[int, Strict()]
@@ -110,6 +111,7 @@ def _toml_reason(message: str, text: str) -> str:
 
 
 _UNION_TAGS = {"str", "int", "float", "bool", "TensorSpec"}
+LAUNCH_KEY_CHARS = 900  # a tuning key's key string is stored in a String(1000) column
 
 
 def _loc_field(loc: tuple) -> str:
@@ -344,6 +346,14 @@ class ResolvedLaunch:
             n: {"shape": list(v.shape), "dtype": v.dtype} if isinstance(v, TensorArg) else v
             for n, v in values.items()
         }
+
+    def launch_key_string(self) -> str:
+        """The `key` string of a tuning key for a kernel without an autotune decorator: what was timed
+        (every argument's value, or shape, dtype and strides, and the grid), so that one launch's trials
+        never answer another's (keys.launch_string; long ones are hashed)."""
+        args = {n: {"shape": list(v.shape), "dtype": v.dtype, "strides": list(v.strides)} if isinstance(v, TensorArg)
+                else v for n in self.params for v in [self.values(n)]}  # fmt: skip
+        return launch_string({"args": args, "grid": [str(g) for g in self.grid_exprs]}, LAUNCH_KEY_CHARS)
 
 
 # ---- resolution ---------------------------------------------------------------------------------------

@@ -7,8 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import zlib
+from types import SimpleNamespace
 from typing import Any
+
+from sqlalchemy.orm import Session
+
+from ..signing import SigningKey, manifest_body, stored_manifest
+from . import crud
+
+log = logging.getLogger("tilec.service")
 
 TEXT_FORMS = ("ptx", "llir", "tir")
 
@@ -23,10 +32,11 @@ def text_digests(values: dict[str, Any]) -> dict[str, str]:
 
 
 def artifact_values(
-    *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict
+    *, kernel_key: str, key: str, spec: dict, config: dict, target: str, art: dict, signer: SigningKey | None = None
 ) -> dict[str, Any]:
-    """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included;
-    the compile route and the tune-job runner store their builds through it."""
+    """The artifacts row of a compile (`art`: the Artifact's fields as a dict), text digests included, and,
+    given the service's key, the signature of its manifest made now, as it is built; the compile route and
+    the tune-job runner store their builds through it (and store_build)."""
     binary = art["binary"] or b""
     values = {
         "key": key,
@@ -47,7 +57,22 @@ def artifact_values(
         "pass_dumps": pack_pass_dumps(art.get("pass_dumps")),
     }
     values.update(text_digests(values))
+    if signer is not None:
+        signed = signer.sign(manifest_body(SimpleNamespace(**values)))
+        values.update(signature=signed.signature, signing_key_id=signed.key_id)
     return values
+
+
+def store_build(session: Session, *, values: dict[str, Any], signer: SigningKey) -> str:
+    """Store a signed build: never over a row this key signed that holds other bytes (crud.put_artifact
+    says what happened; a "conflict" is logged here, the caller counts it where it has metrics)."""
+    outcome = crud.put_artifact(session, values=values, authentic=lambda row: signer.verifies(stored_manifest(row)))
+    if outcome == "conflict":
+        log.warning("artifact %s: a build gave other bytes (sha256 %s) than the stored row; the stored row stands",
+                    values["key"], values["sha256"])  # fmt: skip
+    elif outcome == "replaced":
+        log.warning("artifact %s: the stored row's signature did not verify; replaced by a new build", values["key"])
+    return outcome
 
 
 def pack_pass_dumps(dumps: list[dict] | None) -> bytes | None:

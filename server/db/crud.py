@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -136,13 +137,36 @@ def get_artifact_build(session: Session, *, key: str) -> Row | None:
     return session.execute(select(*columns).where(artifacts.c.key == key)).first()
 
 
-def put_artifact(session: Session, *, values: dict[str, Any]) -> None:
-    """Binary and metadata in one row; a second writer of the same key rewrites identical content
-    (and replaces a row whose binary no longer matches its sha256)."""
+def put_artifact(
+    session: Session, *, values: dict[str, Any], authentic: Callable[[Artifact], bool] | None = None
+) -> str:
+    """Store a build under its key; a row the service signed is never given other bytes. What happened:
+    "stored": a new row. "same": the row holds these very bytes (sha256): its columns are written again
+    from this build, which restores a damaged form and re-signs. "conflict": a row that `authentic` vouches
+    for holds other bytes: it stands, this build is dropped (the caller logs and counts it). "replaced": the
+    row's stored signature does not verify (changed behind the service's back, signed by another key, or
+    stored before signatures), so it is not the service's build: this build takes its place. Without
+    `authentic`, every stored row is vouched for."""
     values = {**values, "created_at": utcnow()}
-    stmt = _insert(session, Artifact).values(**values)
-    update = {k: stmt.excluded[k] for k in values if k not in ("key", "created_at")}
-    session.execute(stmt.on_conflict_do_update(index_elements=["key"], set_=update))
+    stmt = _insert(session, Artifact).values(**values).on_conflict_do_nothing(index_elements=["key"])
+    if session.execute(stmt.returning(Artifact.__table__.c.key)).first() is not None:
+        return "stored"
+    try:
+        row = session.get(Artifact, values["key"], with_for_update=True, populate_existing=True)
+        if row is None:  # deleted in between (a kernel's cascade): store it again
+            session.execute(stmt)
+            return "stored"
+        vouched = authentic is None or authentic(row)
+        stored_sha = row.sha256
+    except (ValueError, TypeError, LookupError, AttributeError):  # a column that cannot be read back
+        vouched, stored_sha = False, None
+    if vouched and stored_sha != values["sha256"]:
+        return "conflict"
+    artifacts = Artifact.__table__
+    update = {k: v for k, v in values.items() if k not in ("key", "created_at")}
+    session.execute(artifacts.update().where(artifacts.c.key == values["key"]).values(**update))
+    session.expire_all()
+    return "same" if vouched else "replaced"
 
 
 # tuning results

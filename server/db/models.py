@@ -75,6 +75,10 @@ class Artifact(Base):
     # the tile IR after each pass, as the compile made it: zlib-compressed JSON [{"name", "ir"}] (the web
     # page shows it; migration 0006). None for builds that did not keep them (tune trials, older rows).
     pass_dumps: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    # the builder's Ed25519 signature (base64) over the build manifest, made when the row was stored and
+    # served as is (migration 0007); NULL for rows stored before: their manifests are unsigned
+    signature: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    signing_key_id: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
 
 class TuningResult(Base):

@@ -30,18 +30,21 @@ from tilec.compiler.tune.space import config_hash
 from tilec.compiler.tune.tuner import (
     BRIEF,
     FULL,
+    CompileLimitError,
     Outcome,
     Trial,
     limited_compiler,
+    run_limited,
 )
 from tilec.runtime.sandbox import Limits, clean
-from tilec.runtime.tune import Prepared, TuneJobSpec, TuneSpec, prepare_job, run_tune
+from tilec.runtime.tune import Prepared, TuneJobSpec, TuneSpec, prepare_job, run_tune, source_kernel_key
 
 from ..db import crud
-from ..db.artifacts import artifact_values
+from ..db.artifacts import artifact_values, store_build
 from ..db.engine import make_engine, session_factories
 from ..db.models import TuneJob
 from ..settings import Settings
+from ..signing import SigningKey, load_signing_key
 from . import store
 
 log = logging.getLogger("tilec.jobs")
@@ -62,6 +65,8 @@ class WorkerContext:
     rw: sessionmaker[Session]
     worker: str = field(default_factory=worker_id)
     budgets: dict[str, int] = field(default_factory=dict)
+    signer: SigningKey | None = None
+    metrics: Any = None  # the API's Metrics when jobs run in its process (a Celery worker serves none)
 
     @classmethod
     def open(cls, settings: Settings, *, label: str = "") -> WorkerContext:
@@ -73,6 +78,13 @@ class WorkerContext:
     def write(self, fn: Callable[[Session], T]) -> T:
         with self.rw() as session, session.begin():
             return fn(session)
+
+    def signing_key(self) -> SigningKey:
+        """The service's key, which signs each build this worker stores (TILEC_SIGNING_KEY, or the data dir's:
+        a worker on another machine needs the API's key, or pinned clients refuse its builds)."""
+        if self.signer is None:
+            self.signer = load_signing_key(self.settings)
+        return self.signer
 
 
 class Heartbeat(threading.Thread):
@@ -119,14 +131,23 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     job, source = ctx.write(lambda s: _load(s, job_id))
     st = ctx.settings
-    try:  # the job as submit prepared it: its kernel is not read again here, its tuning key not made again
+    try:  # the job as submit prepared it: its tuning key is not made again here
         stored = TuneJobSpec.model_validate(job.request)
         key = TuningKey(job.kernel_key, job.key_values or "", job.dtypes or "", job.target)
-        prepared = prepare_job(_spec(ctx, job, stored, source), key, stored.params)
+        spec = _spec(ctx, job, stored, source)
+        prepared = prepare_job(spec, key, stored.params)
+        # never build one kernel's artifacts under another's key: the source is read (in a limited child,
+        # never here) into the kernel key the row names
+        read_key = run_limited(source_kernel_key, (source, stored.name, spec.budgets), timeout_s=st.compile_timeout_s,
+                               memory_mb=st.compile_memory_mb)  # fmt: skip
     except ValidationError as exc:
         return _fail(ctx, job_id, f"the stored job spec is not one this worker runs: {exc.errors()[0]['msg']}")
+    except CompileLimitError as exc:
+        return _fail(ctx, job_id, f"reading the kernel {exc}")
     except (CompileError, LaunchDescriptionError, ValueError) as exc:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
+    if read_key != job.kernel_key:
+        return _fail(ctx, job_id, f"the job's source reads as kernel {read_key}, not {job.kernel_key}")
 
     def known(device: dict) -> dict[str, Trial]:
         rows = ctx.write(lambda s: store.stored_trials(s, tkey=job.tuning_key, gpu_model=device.get("gpu_model")))
@@ -161,12 +182,17 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
 
 
 def _load(session: Session, job_id: int) -> tuple[TuneJob, str]:
+    """The job and the source it compiles: the one it was sent with (a job sent by kernel key: the kernel
+    row's). _run checks that the source is still read into the job's kernel key."""
     job = session.get_one(TuneJob, job_id)
-    kernel = crud.get_kernel(session, key=job.kernel_key)
-    if kernel is None or kernel.source is None:
-        raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
+    source = (job.request or {}).get("source")
+    if not isinstance(source, str):
+        kernel = crud.get_kernel(session, key=job.kernel_key)
+        if kernel is None or kernel.source is None:
+            raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
+        source = kernel.source
     session.expunge(job)
-    return job, kernel.source
+    return job, source
 
 
 def _spec(ctx: WorkerContext, job: TuneJob, r: TuneJobSpec, source: str) -> TuneSpec:
@@ -208,14 +234,16 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
     spec = {"signature": prepared.base.signature, "constexprs": prepared.base.constexprs,
             "hints": prepared.base.hints, "emit": "cubin" if job.target.startswith("cuda") else "object"}  # fmt: skip
     codegen = prepared.base.options.cuda
-    artifacts = [_artifact_values(job, spec, t.config, t.artifact, codegen) for t in measured
+    signer = ctx.signing_key()
+    artifacts = [_artifact_values(job, spec, t.config, t.artifact, codegen, signer) for t in measured
                  if t.status == "ok" and t.artifact]  # fmt: skip
     links = {config_hash(a["config"]): a["key"] for a in artifacts}
     rows = [_trial_row(t, device, links.get(config_hash(t.config))) for t in measured]
 
     def write(session: Session) -> str:
         for values in artifacts:
-            crud.put_artifact(session, values=values)
+            if store_build(session, values=values, signer=signer) == "conflict" and ctx.metrics is not None:
+                ctx.metrics.artifact_conflicts.inc()
         best = store.record(session, tkey=job.tuning_key, kernel_key=job.kernel_key, key=job.key_values,
                             dtypes=job.dtypes, target=job.target, trials=rows, gpu_model=device.get("gpu_model"))  # fmt: skip
         if best is None:  # every config was cached from trials of this GPU model: the result stands
@@ -227,10 +255,11 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
     return ctx.write(write)
 
 
-def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact, codegen: Any) -> dict[str, Any]:
+def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact, codegen: Any,
+                     signer: SigningKey) -> dict[str, Any]:  # fmt: skip
     key = artifact_key(job.kernel_key, spec, config, job.target, compiler_version(), codegen=codegen)
     return artifact_values(kernel_key=job.kernel_key, key=key, spec=spec, config=config, target=job.target,
-                           art=asdict(art))  # fmt: skip
+                           art=asdict(art), signer=signer)  # fmt: skip
 
 
 def _trial_row(t: Trial, device: dict, artifact: str | None) -> dict[str, Any]:

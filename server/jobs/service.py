@@ -28,7 +28,7 @@ from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
 from ..db.models import Kernel, TuneJob
-from ..service import check_target, read_kernel, register_kernel
+from ..service import check_source_size, check_target, read_kernel, register_kernel
 from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
@@ -60,9 +60,7 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
             raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
         return kernel
     text = body.source or ""
-    if len(text.encode()) > state.settings.max_source_bytes:
-        limit = state.settings.max_source_bytes
-        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    check_source_size(text, state.settings.max_source_bytes)
     kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
     return kernel
 
@@ -137,13 +135,15 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         raise E.ApiError(422, E.BAD_LAUNCH, str(exc), field=exc.field) from None
     configs = _configs(body, info, s.max_configs)
     _check_grid(resolved, configs)
-    tk = tuning_key(kernel_key=kernel.key, key_names=(info.get("autotune") or {}).get("key") or [],
+    autotune = info.get("autotune")
+    tk = tuning_key(kernel_key=kernel.key, key_names=(autotune.get("key") or []) if autotune is not None else None,
                     value=lambda n: resolved.key_values([n])[n], runtime=runtime, signature=signature,
-                    target=body.target)  # fmt: skip
+                    target=body.target, launch_key=lambda: resolved.launch_key_string())  # fmt: skip
     tkey = tk.digest
-    spec = TuneJobSpec(name=kernel.name, signature=signature, constexprs=body.constexprs, launch=launch, params=runtime,
-                       configs=configs, budget=body.budget, seed=body.seed, cuda_graph=body.cuda_graph,
-                       budgets=state.budgets())  # fmt: skip
+    # the job compiles the source it was sent (the kernel row's only when sent by key): its own meaning
+    spec = TuneJobSpec(source=body.source, name=kernel.name, signature=signature, constexprs=body.constexprs,
+                       launch=launch, params=runtime, configs=configs, budget=body.budget, seed=body.seed,
+                       cuda_graph=body.cuda_graph, budgets=state.budgets())  # fmt: skip
     request = spec.model_dump(mode="json")  # what the worker runs (runner.py: TuneJobSpec.model_validate)
     values = {"kernel_key": kernel.key, "tuning_key": tkey, "key_values": tk.key, "dtypes": tk.dtypes,
               "target": body.target, "strategy": body.strategy, "request": request, "trials_planned": len(configs),

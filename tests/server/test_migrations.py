@@ -159,3 +159,33 @@ def test_text_sha256_columns_are_filled_for_existing_rows(empty_url: str) -> Non
         assert not {"tir_sha256", "llir_sha256", "ptx_sha256"} & columns
     finally:
         engine.dispose()
+
+
+def test_signature_columns_leave_existing_rows_unsigned(empty_url: str) -> None:
+    """0007 on a database written at 0006: the rows stay, unsigned (their manifests go out without a
+    signature, which clients that pin keys refuse); downgrade drops the columns and keeps the rows."""
+    upgrade(empty_url, "0006")
+    engine = make_engine(empty_url, pool_size=1)
+    t = Base.metadata.tables
+    now = datetime.now(UTC)
+    try:
+        with engine.begin() as conn:
+            conn.execute(t["kernels"].insert().values(key="k", name="add", kind="ir", input_sha256="i", info={},
+                                                      created_at=now))  # fmt: skip
+            conn.execute(text(
+                "INSERT INTO artifacts (key, kernel_key, kernel_name, target, emit, compiler_version, spec, config, "
+                "\"binary\", tir, llir, ptx, meta, sha256, size, tir_sha256, llir_sha256, ptx_sha256, created_at) "
+                "VALUES ('a', 'k', 'add', 'cpu', 'object', 'v', '{}', '{}', :binary, '', '', '', '{}', 's', 0, "
+                "'t', 'l', 'p', :now)"
+            ), {"binary": b"\x7fELF", "now": now})  # fmt: skip
+        upgrade(empty_url)
+        with engine.begin() as conn:
+            row = conn.execute(text("SELECT key, signature, signing_key_id FROM artifacts")).one()
+        assert tuple(row) == ("a", None, None)
+        downgrade(empty_url, "0006")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT key FROM artifacts")).scalar_one() == "a"
+            columns = {c["name"] for c in inspect(conn).get_columns("artifacts")}
+        assert not {"signature", "signing_key_id"} & columns
+    finally:
+        engine.dispose()

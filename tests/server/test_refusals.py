@@ -33,7 +33,11 @@ async def test_source_too_large(make_client: Callable[..., httpx.AsyncClient]) -
     async with make_client(max_source_bytes=100) as client:
         r = await client.post("/v1/kernels", json={"ir": ADD_IR})
     assert r.status_code == 413
-    assert r.json() == {"error": E.SOURCE_TOO_LARGE, "detail": E.MSG_SOURCE_TOO_LARGE.format(limit=100)}
+    # where the 100 bytes end: ADD_IR's 100th byte is on its second line
+    head = ADD_IR.encode()[:100].decode()
+    line, col = head.count("\n") + 1, len(head) - head.rfind("\n")
+    assert r.json() == {"error": E.SOURCE_TOO_LARGE, "detail": E.MSG_SOURCE_TOO_LARGE.format(limit=100),
+                        "line": line, "col": col}  # fmt: skip
 
 
 @pytest.mark.parametrize(

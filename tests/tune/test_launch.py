@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tilec.compiler.tune.keys import tuning_key
 from tilec.compiler.tune.launch import (
     LaunchBudgets,
     LaunchDescription,
@@ -389,6 +390,35 @@ def test_key_values() -> None:
     with pytest.raises(LaunchDescriptionError) as info:
         r.key_values(["BLOCK_SIZE_M"])
     assert info.value.field == "args.BLOCK_SIZE_M"
+
+
+def test_a_tuning_key_without_an_autotune_key_is_the_launch() -> None:
+    """With an autotune decorator the key is its arguments' values; without one it is what was timed
+    (every argument, strides and the grid), so that one launch's trials never answer another launch."""
+    r = matmul()
+
+    def key(names: list[str] | None) -> str:
+        return tuning_key(kernel_key="k", key_names=names, value=lambda n: r.key_values([n])[n], runtime=r.params,
+                          signature=MATMUL_SIG, target="cpu", launch_key=r.launch_key_string).key  # fmt: skip
+
+    assert key(["M", "N", "K"]) == '{"M":500,"N":256,"K":96}'
+    assert key([]) == ""  # @autotune(key=[]): one result for every launch, as Triton does
+    plain = key(None)
+    assert json.loads(plain)["launch"]["args"]["a_ptr"] == {
+        "shape": [500, 96],
+        "dtype": "fp16",
+        "strides": [96, 1],
+    }
+    others = [
+        resolve(LaunchDescription.from_toml(MATMUL_TOML.replace("M = 500", "M = 4096")), MATMUL_SIG, MATMUL_PARAMS),
+        resolve(LaunchDescription.from_toml(MATMUL_TOML.replace('grid = ["cdiv(M, BLOCK_SIZE_M) * cdiv(N, BLOCK_SIZE_N)"]',
+                'grid = ["cdiv(M, BLOCK_SIZE_M)", "cdiv(N, BLOCK_SIZE_N)"]')), MATMUL_SIG, MATMUL_PARAMS),
+    ]  # fmt: skip
+    keys = {plain, *(o.launch_key_string() for o in others)}
+    assert len(keys) == 3
+    wide = ResolvedLaunch(tuple(f"s{i}" for i in range(200)), {}, {f"s{i}": i for i in range(200)})
+    long_key = wide.launch_key_string()
+    assert len(long_key) < 1000 and "launch_sha256" in long_key  # the column holds 1000 characters
 
 
 # ---- host arrays --------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ artifact says cuda:sm_90a (meta["resolved_target"]). Other kernels and targets k
 
 from __future__ import annotations
 
+import re
+
 from ...artifact import arch_specific, parse_target
 from ...errors import CompileError
 from ...ir.core import Function, Module
@@ -117,7 +119,9 @@ def ptx(llir_text: str, meta: dict) -> str:
 def cubin(ptx_text: str, meta: dict) -> bytes:
     binary, log = nvptx.ptx_to_cubin(ptx_text, _arch(meta), meta["options"].opt_level)
     meta.update(nvptx.resource_usage(log))
-    meta["assembler_log"] = log
+    # without ptxas's "Compile time = ... ms" lines: the launch metadata is signed with the build, and two
+    # builds of one key must give the same bytes (tests/test_build_determinism.py)
+    meta["assembler_log"] = re.sub(r"^.*Compile time = .*(\n|$)", "", log, flags=re.MULTILINE)
     return binary
 
 

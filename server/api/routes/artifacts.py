@@ -1,6 +1,7 @@
 """GET|HEAD /v1/artifacts/{id} and /v1/artifacts/{id}/{form}: immutable, ETag = sha256 of the body.
 GET /v1/artifacts: a page of artifacts (metadata), newest first, by kernel and target.
-GET /v1/artifacts/{id}/manifest: the artifact as the service vouches for it, signed with its key.
+GET /v1/artifacts/{id}/manifest: the artifact as the service vouched for it when it built it: the
+signature stored with the row (tuning_key=...: that statement signed now, over a row that still verifies).
 
 A form (binary or text) whose bytes no longer match its own stored sha256, or a row that cannot be read
 back, is never served: it is rebuilt first, or is a miss when it cannot be.
@@ -8,12 +9,13 @@ back, is never served: it is rebuilt first, or is a miss when it cannot be.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from tilec.wire import ArtifactForm, ArtifactPublic, ErrorPublic, ManifestBody, ManifestPublic, Text
+from tilec.wire import ArtifactForm, ArtifactPublic, ErrorPublic, ManifestPublic, Text
 
 from ... import errors as E
 from ...db import crud
@@ -21,10 +23,12 @@ from ...db.models import Artifact
 from ...metrics import Metrics
 from ...reads import FORM_READ, read_form
 from ...service import UNREADABLE, artifact_public, check_target, rebuild, sha256, unreadable
+from ...signing import manifest_body, stored_manifest
 from ...state import AppState
 from ..deps import FilteredPageDep, OnceEach, ReadSessionDep, StateDep, TokenDep
 
 router = APIRouter(prefix="/artifacts", tags=["artifacts"])
+log = logging.getLogger("tilec.artifacts")
 IMMUTABLE = "public, max-age=31536000, immutable"
 NOT_FOUND = {404: {"model": ErrorPublic}}
 
@@ -93,23 +97,6 @@ async def _load_form(
     raise _rebuild_failed(artifact_id)
 
 
-def _manifest_body(row: Artifact, tuning_key: str | None) -> ManifestBody:
-    """Raises an UNREADABLE error when a stored column is not what a manifest holds."""
-    return ManifestBody(
-        artifact_id=row.key,
-        kernel_key=row.kernel_key,
-        kernel_name=row.kernel_name,
-        tuning_key=tuning_key,
-        config=row.config,
-        spec=row.spec,
-        metadata=row.meta if row.meta is not None else {},
-        target=row.target,
-        compiler_version=row.compiler_version,
-        sha256=row.sha256,
-        size=row.size,
-    )
-
-
 def _check_tuning_key(session: Session, artifact_id: str, tkey: str) -> None:
     """The manifest names a tuning key only when that result's best config is this very artifact."""
     found = crud.result_artifact(session, tkey=tkey)
@@ -135,28 +122,45 @@ async def get_manifest(
     _token: TokenDep,
     tuning_key: Annotated[Text | None, Query(min_length=1, max_length=128)] = None,
 ) -> ManifestPublic:
-    def load(session: Session) -> ManifestBody | str | None:
+    def load(session: Session) -> tuple[ManifestPublic, Artifact] | str | None:
         try:
             row = crud.get_artifact_manifest(session, key=artifact_id)
             if row is None:
                 return None
-            body = _manifest_body(row, tuning_key)
+            signed = stored_manifest(row)
         except UNREADABLE:
             return "unreadable"
         if tuning_key is not None:
             _check_tuning_key(session, artifact_id, tuning_key)
-        return body
+        return signed, row
 
     for _attempt in range(2):
-        body = await state.read(load)
-        if body is None:
+        found = await state.read(load)
+        if found is None:
             raise _not_found(artifact_id)
-        if isinstance(body, ManifestBody):
-            return state.signing_key().sign(body)
+        if isinstance(found, tuple):
+            return _vouch(state, *found, tuning_key)
         unreadable(state.metrics, "artifacts")
         if not await rebuild(state, artifact_id):
             raise _not_found(artifact_id)
     raise _rebuild_failed(artifact_id)
+
+
+def _vouch(state: AppState, signed: ManifestPublic, row: Artifact, tuning_key: str | None) -> ManifestPublic:
+    """The manifest as signed when the artifact was built, served as stored: a row changed since then fails
+    every pinned client's check. Naming a tuning key is a statement made now, so it is signed now, but only
+    over a row whose stored signature this key verifies; otherwise the stored manifest goes out unchanged
+    (without the tuning key, which clients asking for one refuse too)."""
+    signer = state.signing_key()
+    if signed.signature is None:  # a row stored before signatures: unsigned, refused where keys are pinned
+        return signed
+    good = signer.verifies(signed)
+    if not good and signed.key_id == signer.key_id:
+        state.metrics.signature_mismatches.inc()
+        log.warning("artifact %s: the stored row no longer matches its build-time signature", row.key)
+    if tuning_key is None or not good:
+        return signed
+    return signer.sign(manifest_body(row, tuning_key))
 
 
 FORM_RESPONSES = {200: {"content": {"application/octet-stream": {}, "text/plain": {}}}, **NOT_FOUND}
