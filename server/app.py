@@ -35,10 +35,12 @@ from .api.routes import (
     ui_data,
     ui_pages,
 )
+from .edge import HostCheckMiddleware, redact_access_log
 from .fastpath import FastPathMiddleware
 from .jobs.executor import make_executor
 from .jobs.reaper import reap
 from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
+from .revocation import watch_revocations
 from .settings import Settings
 from .state import AppState
 
@@ -59,9 +61,10 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.create_task(reap(state))
+        tasks = [asyncio.create_task(reap(state)), asyncio.create_task(watch_revocations(state))]
         yield
-        reaper.cancel()
+        for task in tasks:
+            task.cancel()
         state.close()
 
     app = FastAPI(
@@ -83,10 +86,12 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
     app.include_router(ui_pages.router)  # the shells and static files: no data, no token
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
     _add_handlers(app, state)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, state=state)
     app.add_middleware(FastPathMiddleware, state=state)
     app.add_middleware(InternalErrorMiddleware)
+    app.add_middleware(HostCheckMiddleware, settings=settings)  # before anything reads the request
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    redact_access_log()
     return app
 
 
