@@ -45,7 +45,7 @@ from .settings import Settings
 from .state import AppState
 
 ERROR_RESPONSES: dict[int | str, dict] = {
-    code: {"model": ErrorPublic} for code in (401, 403, 413, 422, 503)
+    code: {"model": ErrorPublic} for code in (401, 403, 413, 422, 429, 503)
 }
 HTTP_CODES = {404: E.NOT_FOUND, 405: E.METHOD_NOT_ALLOWED, 401: E.UNAUTHORIZED, 403: E.FORBIDDEN}
 # SQLSTATE classes that blame the data, not the database: data exception, integrity constraint

@@ -17,7 +17,7 @@ from .api.deps import authorize, bearer_credentials
 from .metrics import Metrics
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-CLOSE = [(b"connection", b"close")]  # a refused body is left unread: the connection cannot carry another request
+CLOSE = [(b"connection", b"close")]  # the body was not read to its end: the connection cannot go on
 
 
 async def _send_json(send: Any, status: int, body: dict, headers: list | None = None) -> None:
@@ -94,8 +94,10 @@ class BodyLimitMiddleware:
             await _send_json(send, 503, body, [(b"retry-after", b"1"), *CLOSE])
             return False
         except E.ApiError as exc:
+            # no `connection: close`: uvicorn (h11 and httptools alike) discards a body the app left unread,
+            # as it arrives, and keeps the connection (the header timeout ends one whose body never does)
             headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
-            await _send_json(send, exc.status, exc.body(), [*headers, *CLOSE])
+            await _send_json(send, exc.status, exc.body(), headers)
             return False
         return True
 

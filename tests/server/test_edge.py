@@ -128,7 +128,7 @@ def test_stalled_bodies_leave_memory_flat(
     got = stall_bodies(server.port, server.proc.pid, connections=300, body_bytes=1_000_000, seconds=6)
     print(f"stalled bodies: {got}")
     assert got.peak_mb - got.before_mb < 40, got
-    assert got.refused > 0, got
+    assert got.bytes_sent > 100_000_000, got  # the server took (and dropped) the bodies it did not want
 
 
 def test_body_and_header_timeouts(
