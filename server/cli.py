@@ -210,8 +210,8 @@ def token_ls(url: UrlOption = None, token: TokenOption = None) -> None:
 @token_app.command("revoke")
 def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], url: UrlOption = None,
                  token: TokenOption = None) -> None:
-    """Revoke token ID. With --url the server refuses it at once (other replicas within
-    TILEC_TOKEN_CACHE_TTL_S); written to the database directly, every server refuses it within that TTL."""
+    """Revoke token ID. With --url the server refuses it at once; every other server process (workers,
+    replicas; or all of them, written to the database directly) within TILEC_REVOCATION_POLL_S."""
     from tilec.server.db import crud
 
     if url:
