@@ -21,7 +21,7 @@ from tilec.server.db.models import Artifact
 from tilec.server.edge import HostPolicy, redact_target
 from tilec.server.settings import Settings
 
-from .conftest import ADD_IR, Uvicorn
+from .conftest import ADD_IR, Uvicorn, free_port
 from .edge_attacks import revocation_delay, stall_bodies
 from .test_first_run import Serve
 
@@ -161,6 +161,51 @@ def test_body_and_header_timeouts(
         start = time.monotonic()
         assert b"HTTP/1.1 408" in _read_all(s)  # (after what is left of the first answer)
         assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("protocol", ["h11", "httptools"])
+def test_header_timeout_with_each_http_protocol(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn's two HTTP implementations with the header timeout, each in a uvicorn server of its own."""
+    import threading
+
+    import uvicorn
+
+    from tilec.server import edge
+
+    cls = edge.H11TimeoutProtocol if protocol == "h11" else getattr(edge, "HttpToolsTimeoutProtocol", None)
+    if cls is None:
+        pytest.skip("httptools is not installed")
+    monkeypatch.setenv("TILEC_HEADER_TIMEOUT_S", "0.5")
+    edge._settings.cache_clear()
+
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, port=port, http=cls, lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 200")
+            time.sleep(0.2)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # a second request in time: answered
+            assert b"HTTP/1.1 200" in s.recv(65536)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            start = time.monotonic()
+            assert _read_all(s).endswith(edge.TIMEOUT_408)
+            assert time.monotonic() - start < 5
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        edge._settings.cache_clear()
 
 
 def _read_all(s: socket.socket) -> bytes:
