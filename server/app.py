@@ -35,15 +35,17 @@ from .api.routes import (
     ui_data,
     ui_pages,
 )
+from .edge import HostCheckMiddleware, redact_access_log
 from .fastpath import FastPathMiddleware
 from .jobs.executor import make_executor
 from .jobs.reaper import reap
 from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
+from .revocation import watch_revocations
 from .settings import Settings
 from .state import AppState
 
 ERROR_RESPONSES: dict[int | str, dict] = {
-    code: {"model": ErrorPublic} for code in (401, 403, 413, 422, 503)
+    code: {"model": ErrorPublic} for code in (401, 403, 413, 422, 429, 503)
 }
 HTTP_CODES = {404: E.NOT_FOUND, 405: E.METHOD_NOT_ALLOWED, 401: E.UNAUTHORIZED, 403: E.FORBIDDEN}
 # SQLSTATE classes that blame the data, not the database: data exception, integrity constraint
@@ -61,9 +63,10 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.create_task(reap(state))
+        tasks = [asyncio.create_task(reap(state)), asyncio.create_task(watch_revocations(state))]
         yield
-        reaper.cancel()
+        for task in tasks:
+            task.cancel()
         state.close()
 
     app = FastAPI(
@@ -85,10 +88,12 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
     app.include_router(ui_pages.router)  # the shells and static files: no data, no token
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
     _add_handlers(app, state)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, state=state)
     app.add_middleware(FastPathMiddleware, state=state)
     app.add_middleware(InternalErrorMiddleware)
+    app.add_middleware(HostCheckMiddleware, settings=settings)  # before anything reads the request
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    redact_access_log()
     return app
 
 

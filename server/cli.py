@@ -36,6 +36,7 @@ def serve(
     migrates the database at start unless TILEC_MIGRATE_ON_START=false."""
     import uvicorn
 
+    from tilec.server.edge import http_protocol
     from tilec.server.settings import Settings
 
     given = {"host": host, "port": port, "access_log": access_log}
@@ -51,7 +52,8 @@ def serve(
         port=settings.port,
         workers=workers,
         loop="auto",
-        http="auto",
+        http=http_protocol(),  # uvicorn's "auto" choice, with a header timeout (TILEC_HEADER_TIMEOUT_S)
+        limit_concurrency=settings.max_connections,  # past it, a new request is answered 503
         log_config=_log_config(settings.access_log),
         log_level=None,  # the levels are in the log config
         access_log=settings.access_log,
@@ -102,10 +104,12 @@ def masked_url(url: str) -> str:
 
 def _log_config(access_log: bool) -> dict:
     """uvicorn's logging with its start-up lines held back (the banner says the same) and the access
-    log at INFO when it is on."""
+    log at INFO when it is on, query strings redacted (a token in a URL never lands in a log)."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["redact_query"] = {"()": "tilec.server.edge.RedactQuery"}
+    config["handlers"]["access"]["filters"] = ["redact_query"]
     loggers = config["loggers"]
     loggers["uvicorn"]["level"] = loggers["uvicorn.error"]["level"] = "WARNING"
     loggers["uvicorn.access"]["level"] = "INFO" if access_log else "WARNING"
@@ -214,8 +218,8 @@ def token_ls(url: UrlOption = None, token: TokenOption = None) -> None:
 @token_app.command("revoke")
 def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], url: UrlOption = None,
                  token: TokenOption = None) -> None:
-    """Revoke token ID. With --url the server refuses it at once (other replicas within
-    TILEC_TOKEN_CACHE_TTL_S); written to the database directly, every server refuses it within that TTL."""
+    """Revoke token ID. With --url the server refuses it at once; every other server process (workers,
+    replicas; or all of them, written to the database directly) within TILEC_REVOCATION_POLL_S."""
     from tilec.server.db import crud
 
     if url:

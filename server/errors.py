@@ -35,12 +35,29 @@ BAD_LAUNCH = "bad_launch"
 NO_WORKER = "no_worker"
 BROKER_UNAVAILABLE = "broker_unavailable"
 TUNING_KEY_MISMATCH = "tuning_key_mismatch"
+HOST_NOT_ALLOWED = "host_not_allowed"
+BODY_TIMEOUT = "body_timeout"
+TOO_MANY_COMPILES = "too_many_compiles"
+TOO_MANY_JOBS = "too_many_jobs"
 
 # messages
 MSG_MISSING_TOKEN = "a bearer token is required"
 MSG_BAD_TOKEN = "the bearer token is not valid"
 MSG_MISSING_SCOPE = "the token lacks the {scope!r} scope"
 MSG_BODY_TOO_LARGE = "the request body is over {limit} bytes"
+MSG_HOST_NOT_ALLOWED = (
+    "Host {host!r} is not a name this service answers to (the bound address, or one in TILEC_ALLOWED_HOSTS); "
+    "refused so that a web page cannot reach it by rebinding its DNS name"
+)
+MSG_BODY_TIMEOUT = "the request body did not arrive within {limit} s"
+MSG_TOO_MANY_COMPILES = "this token already has {limit} compiles running; retry when one has finished"
+MSG_TOO_MANY_JOBS = "this token already has {limit} tune jobs queued or running; retry when one has finished"
+MSG_COMPILE_NEEDS_SUBMIT = (
+    "{what}: that takes a compile, and compiles need the 'submit' scope "
+    "(one request with a submit token does it, for everyone)"
+)
+MSG_MUST_REBUILD = "artifact {id} no longer matches its sha256 or cannot be read, and must be rebuilt"
+MSG_MUST_RECOMPUTE_PASSES = "artifact {id} was stored without its per-pass IR, which must be recomputed"
 MSG_SOURCE_TOO_LARGE = "the source is over {limit} bytes"
 MSG_TOO_MANY_CONFIGS = "{n} configs is over the limit of {limit}"
 MSG_TOO_MANY_TRIALS = "{n} trials is over the limit of {limit}"

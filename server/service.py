@@ -243,7 +243,8 @@ async def register_kernel(
     state.metrics.cache_misses.labels("kernel").inc()
     kwargs = {"kind": kind, "text": text, "name": name, "budgets": state.budgets(), "signature": signature}
     flight = crud.stable_hash({"input": input_sha, "signature": signature})
-    info, _ = await state.pool.shared("analyze:" + flight, lambda: run_task(state, "analyze", kwargs))
+    async with state.compiles.hold(token_id):
+        info, _ = await state.pool.shared("analyze:" + flight, lambda: run_task(state, "analyze", kwargs))
     return await save_kernel(state, kind=kind, text=text, input_sha=input_sha, info=info, token_id=token_id)
 
 
@@ -332,20 +333,24 @@ async def compile_request(state: AppState, body: CompileCreate, token_id: int | 
             state.metrics.cache_misses.labels("kernel").inc()
             request = build_request(state, kind=kind, text=text, name=body.name, spec=spec, config=config, target=body.target)
             flight = crud.stable_hash({"input": input_sha, "spec": spec, "config": config, "target": body.target})
-            public, joined = await state.pool.shared(
-                "compile-input:" + flight,
-                lambda: _build_new(state, request=request, input_sha=input_sha, spec=spec, config=config, token_id=token_id),
-            )
+            async with state.compiles.hold(token_id):
+                public, joined = await state.pool.shared(
+                    "compile-input:" + flight,
+                    lambda: _build_new(state, request=request, input_sha=input_sha, spec=spec, config=config,
+                                       token_id=token_id),
+                )  # fmt: skip
             if joined:
                 state.metrics.compiles_shared.inc()
             return public.model_copy(deep=True)
         state.metrics.cache_hits.labels("kernel").inc()
     key = artifact_key(kernel.key, spec, config, body.target, compiler_version())
-    return await compile_artifact(state, kernel=kernel, key=key, spec=spec, config=config, target=body.target)
+    return await compile_artifact(
+        state, kernel=kernel, key=key, spec=spec, config=config, target=body.target, token_id=token_id
+    )
 
 
 async def compile_artifact(
-    state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str
+    state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str, token_id: int | None = None
 ) -> ArtifactPublic:
     """The artifact for this key: from the database if every stored form still matches its sha256 and
     the row reads back as this build, else built (and the row overwritten)."""
@@ -371,9 +376,10 @@ async def compile_artifact(
         state.metrics.cache_hits.labels("artifact").inc()
         return _text_links(*hit)
     state.metrics.cache_misses.labels("artifact").inc()
-    public, joined = await state.pool.shared(
-        "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
-    )
+    async with state.compiles.hold(token_id):
+        public, joined = await state.pool.shared(
+            "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
+        )
     if joined:
         state.metrics.compiles_shared.inc()
     return public.model_copy(deep=True)
@@ -435,9 +441,13 @@ async def _store_artifact(
     return _text_links(artifact_public(row, cached=False), {f: values[f] for f in ("ptx", "llir", "tir")})
 
 
-async def rebuild(state: AppState, key: str) -> bool:
+async def rebuild(state: AppState, key: str, token: Any) -> bool:
     """Rebuild an artifact whose stored form no longer matches its sha256, or whose row cannot be read
-    back; False if it is gone or cannot be rebuilt (its kernel, target, spec or config unreadable)."""
+    back; False if it is gone or cannot be rebuilt (its kernel, target, spec or config unreadable). A
+    rebuild is a compile: the token (deps.TokenInfo) needs the submit scope, else a 403."""
+    if "submit" not in token.scopes:
+        what = E.MSG_MUST_REBUILD.format(id=key)
+        raise E.ApiError(403, E.FORBIDDEN, E.MSG_COMPILE_NEEDS_SUBMIT.format(what=what))
 
     def load(session: Session) -> tuple[Kernel, dict, dict, str] | None:
         try:
@@ -456,7 +466,8 @@ async def rebuild(state: AppState, key: str) -> bool:
     if found is None:
         return False
     kernel, spec, config, target = found
-    await state.pool.shared(
-        "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
-    )
+    async with state.compiles.hold(token.id):
+        await state.pool.shared(
+            "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
+        )
     return True

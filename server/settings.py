@@ -28,7 +28,14 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     auth: bool | None = None  # None: on unless host is a loopback address
-    access_log: bool = False  # one line per request on stdout (`tilec serve --access-log`)
+    access_log: bool = False  # one line per request on stdout (`tilec serve --access-log`), queries redacted
+    # Host names (comma-separated) requests may carry besides the bound address: a request whose Host is
+    # neither is refused (DNS rebinding). "*.example.com" allows subdomains; "*" allows any (not advised).
+    allowed_hosts: str = ""
+    header_timeout_s: float = 10.0  # a connection must finish sending a request's headers in this time
+    body_timeout_s: float = 30.0  # and its body in this time
+    max_connections: int = 512  # open connections per process; past it a request is answered 503
+    revocation_poll_s: float = 0.5  # how often each process checks the database for revoked tokens
     # manifests: a PEM Ed25519 private key or a path to one; empty -> data_dir/signing_key.pem (made if
     # missing). Replicas that share a database but not a data dir need the same key given here.
     signing_key: str = Field(default="", repr=False)
@@ -44,6 +51,8 @@ class Settings(BaseSettings):
     compile_timeout_s: float = 60.0
     compile_memory_mb: int = 4096
     compile_workers: int = 2
+    max_compiles_per_token: int = 4  # compiles one token waits on at once (per process); more is a 429
+    max_jobs_per_token: int = 8  # queued or running tune jobs one token submitted; more is a 429
     # tune jobs: in-process by default; Celery workers when a broker is set (redis://host:6379/0)
     broker_url: str = ""
     broker_timeout_s: float = 2.0  # a publish that cannot reach the broker in this time is a 503

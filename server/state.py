@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from .cache import BytesLRU, TTLCache
 from .db.engine import make_engine, reader_engine, session_factories
 from .db.migrate import upgrade
+from .limits import CompileSlots
 from .metrics import Metrics
 from .pool import CompilePool
 from .settings import Settings
@@ -32,7 +33,9 @@ class AppState:
     lookups: TTLCache = field(init=False)
     tokens: TTLCache = field(init=False)
     blobs: BytesLRU = field(init=False)
-    token_epoch: int = field(default=0, init=False)  # bumped by each revoke (see forget_token)
+    compiles: CompileSlots = field(init=False)  # per-token compile slots (TILEC_MAX_COMPILES_PER_TOKEN)
+    token_epoch: int = field(default=0, init=False)  # bumped by each revoke seen (see forget_token)
+    revoked_seen: int | None = field(default=None, init=False)  # the database's revoked-token count, last read
     reader: Engine = field(init=False)
     executor: Any = None  # jobs.executor.Executor (set by the app factory): in-process unless a broker is set
     signer: SigningKey | None = None  # loaded by open(), or on first use by signing_key()
@@ -42,6 +45,7 @@ class AppState:
         self.lookups = TTLCache(s.lookup_cache_size, s.lookup_cache_ttl_s)
         self.tokens = TTLCache(1024, s.token_cache_ttl_s)
         self.blobs = BytesLRU(s.binary_cache_bytes)
+        self.compiles = CompileSlots(s.max_compiles_per_token)
         self.reader = reader_engine(self.engine)
         self.pool.on_waiting = self.metrics.compiles_waiting.set
 
@@ -68,10 +72,18 @@ class AppState:
 
     def forget_token(self, token_id: int) -> None:
         """After a revoke has committed: drop the token from this process's cache and bump the epoch, so
-        that a lookup which read the row before the commit does not cache it again. Other replicas
-        hold it until their token_cache_ttl_s runs out."""
+        that a lookup which read the row before the commit does not cache it again. Other processes
+        (uvicorn workers, replicas) see the revoke through note_revocations within revocation_poll_s."""
         self.token_epoch += 1
         self.tokens.drop_where(lambda info: info.id == token_id)
+
+    def note_revocations(self, revoked: int) -> None:
+        """The database's count of revoked tokens, as the revocation watch read it: when it moved (or on
+        the first read), every cached token is forgotten and the epoch bumped, as forget_token does."""
+        if revoked != self.revoked_seen:
+            self.token_epoch += 1
+            self.tokens.clear()
+        self.revoked_seen = revoked
 
     def budgets(self) -> dict[str, int]:
         s = self.settings

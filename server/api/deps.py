@@ -94,21 +94,36 @@ async def _token_info(state: AppState, token: str) -> TokenInfo | None:
     return info
 
 
+async def authorize(state: AppState, credentials: str | None, scope: str) -> TokenInfo:
+    """The token's grants when it has `scope`; else a 401 (none, or not a live token) or 403 ApiError."""
+    if not state.settings.auth_enabled:
+        return ANONYMOUS
+    if not credentials:
+        raise _unauthorized(E.MSG_MISSING_TOKEN)
+    if len(credentials) > 200:
+        raise _unauthorized(E.MSG_BAD_TOKEN)
+    info = await _token_info(state, credentials)
+    if info is None:
+        raise _unauthorized(E.MSG_BAD_TOKEN)
+    if scope not in info.scopes:
+        raise E.ApiError(403, E.FORBIDDEN, E.MSG_MISSING_SCOPE.format(scope=scope))
+    return info
+
+
+def bearer_credentials(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of an `Authorization: Bearer ...` header (as HTTPBearer reads it), else None."""
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, credentials = value.decode("latin-1").strip().partition(" ")
+            return credentials.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
 def require(scope: str) -> Any:
-    async def check(request: Request, cred: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> TokenInfo:
-        state: AppState = request.app.state.tilec
-        if not state.settings.auth_enabled:
-            return ANONYMOUS
-        if cred is None or not cred.credentials:
-            raise _unauthorized(E.MSG_MISSING_TOKEN)
-        if len(cred.credentials) > 200:
-            raise _unauthorized(E.MSG_BAD_TOKEN)
-        info = await _token_info(state, cred.credentials)
-        if info is None:
-            raise _unauthorized(E.MSG_BAD_TOKEN)
-        if scope not in info.scopes:
-            raise E.ApiError(403, E.FORBIDDEN, E.MSG_MISSING_SCOPE.format(scope=scope))
-        return info
+    async def check(
+        request: Request, cred: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    ) -> TokenInfo:
+        return await authorize(request.app.state.tilec, cred.credentials if cred is not None else None, scope)
 
     return Depends(check)
 

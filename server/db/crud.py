@@ -137,6 +137,12 @@ def get_artifact_build(session: Session, *, key: str) -> Row | None:
     return session.execute(select(*columns).where(artifacts.c.key == key)).first()
 
 
+def keep_pass_dumps(session: Session, *, key: str, blob: bytes | None) -> None:
+    """Keep the per-pass dumps recomputed for a stored build (derived data beside its immutable bytes)."""
+    artifacts = Artifact.__table__
+    session.execute(artifacts.update().where(artifacts.c.key == key).values(pass_dumps=blob))
+
+
 def put_artifact(
     session: Session, *, values: dict[str, Any], authentic: Callable[[Artifact], bool] | None = None
 ) -> str:
@@ -306,6 +312,12 @@ def revoke_token(session: Session, *, token_id: int) -> Token | None:
         row.revoked_at = utcnow()
         session.flush()
     return row
+
+
+def revoked_tokens(conn: Connection) -> int:
+    """How many tokens are revoked: it only grows, so each API process polls it to learn of a revoke
+    made by another process (tokens are few; one small count)."""
+    return int(conn.execute(select(func.count(Token.revoked_at))).scalar_one())
 
 
 def find_token(session: Session, *, token: str) -> Token | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -33,6 +34,8 @@ from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
 from .runner import EARLIER, launch_budgets
+
+JOB_RETRY_S = "30"  # a 429 for too many jobs: a tune takes a while
 
 
 def job_public(job: TuneJob, *, trials: bool = True, attached: bool = False) -> TuneJobPublic:
@@ -154,6 +157,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         if done is not None:
             trials, best = done
             return job_public(store.add_finished(session, values=values, trials=trials, best=best)), False, True
+        _check_job_limit(session, token_id, tkey, s.max_jobs_per_token)
         job, attached = store.create_job(session, values=values)
         return job_public(job, attached=attached), attached, False
 
@@ -166,6 +170,21 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
             raise E.ApiError(503, E.BROKER_UNAVAILABLE, E.MSG_BROKER_UNAVAILABLE.format(reason=str(exc)[:300]),
                              headers={"Retry-After": "5"}) from None  # fmt: skip
     return public, (200 if finished else 202)
+
+
+def _check_job_limit(session: Session, token_id: int | None, tkey: str, limit: int) -> None:
+    """429 when the token has `limit` jobs queued or running already and this request would add one (one
+    that joins the job already active for its tuning key adds none). Anonymous requests (auth off) and
+    a limit of 0 are not counted."""
+    if token_id is None or limit <= 0:
+        return
+    joins = session.scalar(select(TuneJob.id).where(TuneJob.active_key == tkey))
+    active = session.scalar(
+        select(func.count()).where(TuneJob.submitted_by == token_id, TuneJob.state.in_(store.ACTIVE))
+    )
+    if joins is None and (active or 0) >= limit:
+        detail = E.MSG_TOO_MANY_JOBS.format(limit=limit)
+        raise E.ApiError(429, E.TOO_MANY_JOBS, detail, headers={"Retry-After": JOB_RETRY_S})
 
 
 def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[list[dict], dict | None] | None:

@@ -23,7 +23,8 @@ ADD_IR = (DATA / "add.tir").read_text()
 
 
 def make_settings(database_url: str, tmp_path: Path, **kw: object) -> Settings:
-    base = {"database_url": database_url, "data_dir": tmp_path, "auth": False, "migrate_on_start": False}
+    base = {"database_url": database_url, "data_dir": tmp_path, "auth": False, "migrate_on_start": False,
+            "allowed_hosts": "tilec.test"}  # the ASGI clients' base URL  # fmt: skip
     return Settings(**{**base, **kw})
 
 

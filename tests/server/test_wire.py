@@ -292,7 +292,7 @@ def _exchange(sock: socket.socket, request: bytes) -> tuple[int, dict[str, str],
 
 def _post(path: str, raw: bytes) -> bytes:
     return (
-        f"POST {path} HTTP/1.1\r\nHost: tilec\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(raw)}\r\n\r\n"
     ).encode() + raw
 
@@ -303,7 +303,7 @@ async def test_keep_alive_survives_bad_text(uvicorn_server: Callable[..., Uvicor
         (_post("/v1/kernels", b'{"ir": "\\ud800"}'), 422),
         (_post("/v1/compile", b'{"source": "def k():\\n    pass\\udfff"}'), 422),
         (_post("/v1/tokens", b'{"scopes": ["read"], "description": "a\\u0000"}'), 422),
-        (b"GET /v1/kernels/a%00 HTTP/1.1\r\nHost: tilec\r\n\r\n", 422),
+        (b"GET /v1/kernels/a%00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 422),
         (
             _post(
                 "/v1/tuning-results",

@@ -4,7 +4,8 @@ GET /v1/artifacts/{id}/manifest: the artifact as the service vouched for it when
 signature stored with the row (tuning_key=...: that statement signed now, over a row that still verifies).
 
 A form (binary or text) whose bytes no longer match its own stored sha256, or a row that cannot be read
-back, is never served: it is rebuilt first, or is a miss when it cannot be.
+back, is never served: it is rebuilt first (a compile: only for a token with the submit scope), or is a
+miss when it cannot be.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ...reads import FORM_READ, read_form
 from ...service import UNREADABLE, artifact_public, check_target, rebuild, sha256, unreadable
 from ...signing import manifest_body, stored_manifest
 from ...state import AppState
-from ..deps import FilteredPageDep, OnceEach, ReadSessionDep, StateDep, TokenDep
+from ..deps import FilteredPageDep, OnceEach, ReadSessionDep, StateDep, TokenDep, TokenInfo
 
 router = APIRouter(prefix="/artifacts", tags=["artifacts"])
 log = logging.getLogger("tilec.artifacts")
@@ -50,7 +51,7 @@ def _respond(request: Request, body: bytes, digest: str, media_type: str) -> Res
 
 @router.get("/{artifact_id}", response_model=ArtifactPublic, responses=NOT_FOUND)
 @router.head("/{artifact_id}", operation_id="head_artifact", responses=NOT_FOUND)
-async def get_artifact(artifact_id: Text, request: Request, state: StateDep, _token: TokenDep) -> Response:
+async def get_artifact(artifact_id: Text, request: Request, state: StateDep, token: TokenDep) -> Response:
     def load(session: Session) -> ArtifactPublic | str | None:
         try:
             row = crud.get_artifact_meta(session, key=artifact_id)
@@ -66,7 +67,7 @@ async def get_artifact(artifact_id: Text, request: Request, state: StateDep, _to
             body = public.model_dump_json().encode()
             return _respond(request, body, sha256(body), "application/json")
         unreadable(state.metrics, "artifacts")
-        if not await rebuild(state, artifact_id):
+        if not await rebuild(state, artifact_id, token):
             raise _not_found(artifact_id)
     raise _rebuild_failed(artifact_id)
 
@@ -76,7 +77,7 @@ def _rebuild_failed(artifact_id: str) -> E.ApiError:
 
 
 async def _load_form(
-    state: AppState, artifact_id: str, form: str, first: tuple[str, bytes, str] | None
+    state: AppState, artifact_id: str, form: str, first: tuple[str, bytes, str] | None, token: TokenInfo
 ) -> tuple[bytes, str]:
     """The form's bytes and their sha256; a form that no longer matches its sha256, or that cannot be
     read, is rebuilt first. `first` is the fast path's read of this form, when it made one."""
@@ -92,7 +93,7 @@ async def _load_form(
             state.metrics.sha_mismatches.inc()
         else:
             unreadable(state.metrics, "artifacts")
-        if not await rebuild(state, artifact_id):
+        if not await rebuild(state, artifact_id, token):
             raise _not_found(artifact_id)
     raise _rebuild_failed(artifact_id)
 
@@ -119,7 +120,7 @@ MANIFEST_RESPONSES = {**NOT_FOUND, 422: {"model": ErrorPublic}}
 async def get_manifest(
     artifact_id: Text,
     state: StateDep,
-    _token: TokenDep,
+    token: TokenDep,
     tuning_key: Annotated[Text | None, Query(min_length=1, max_length=128)] = None,
 ) -> ManifestPublic:
     def load(session: Session) -> tuple[ManifestPublic, Artifact] | str | None:
@@ -141,7 +142,7 @@ async def get_manifest(
         if isinstance(found, tuple):
             return _vouch(state, *found, tuning_key)
         unreadable(state.metrics, "artifacts")
-        if not await rebuild(state, artifact_id):
+        if not await rebuild(state, artifact_id, token):
             raise _not_found(artifact_id)
     raise _rebuild_failed(artifact_id)
 
@@ -169,11 +170,11 @@ FORM_RESPONSES = {200: {"content": {"application/octet-stream": {}, "text/plain"
 @router.get("/{artifact_id}/{form}", response_class=Response, responses=FORM_RESPONSES)
 @router.head("/{artifact_id}/{form}", operation_id="head_artifact_form", response_class=Response, responses=NOT_FOUND)
 async def get_artifact_form(
-    artifact_id: Text, form: ArtifactForm, request: Request, state: StateDep, _token: TokenDep
+    artifact_id: Text, form: ArtifactForm, request: Request, state: StateDep, token: TokenDep
 ) -> Response:
     read = request.scope.get(FORM_READ)
     first = read[1] if read is not None and read[0] == (artifact_id, form) else None
-    body, digest = await _load_form(state, artifact_id, form, first)
+    body, digest = await _load_form(state, artifact_id, form, first, token)
     media = "application/octet-stream" if form in ("cubin", "object") else "text/plain; charset=utf-8"
     return _respond(request, body, digest, media)
 

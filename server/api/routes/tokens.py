@@ -1,8 +1,9 @@
 """/v1/tokens (admin): create a bearer token (the plain token is shown once, stored hashed), list
 them, revoke one.
 
-A revoked token is refused at once by the replica that revoked it (its in-process token cache is
-invalidated); other replicas may accept it from their cache for up to TILEC_TOKEN_CACHE_TTL_S.
+A revoked token is refused at once by the process that revoked it (its in-process token cache is
+invalidated); every other worker and replica forgets its cached tokens within TILEC_REVOCATION_POLL_S
+(server/revocation.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GET /v1/ui/...: the JSON the /ui pages are filled from, under the API's tokens (read scope; the pages
 themselves carry no data). Pages of kernels, tuning results and tune jobs with search and filters; one
-kernel, artifact or tuning result in full; an artifact's IR after each pass, recomputed on demand in the
-compile pool (a compile keeps no per-pass dumps) and kept in the byte cache.
+kernel, artifact or tuning result in full; an artifact's IR after each pass, as its compile kept it, or
+recomputed in the compile pool for a submit token and then kept in the row (a read token starts no compile).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tilec.wire import ErrorPublic, JobState, Text
 
 from ... import errors as E
 from ...db import browse, crud
-from ...db.artifacts import unpack_pass_dumps
+from ...db.artifacts import pack_pass_dumps, unpack_pass_dumps
 from ...db.models import Kernel
 from ...service import (
     UNREADABLE,
@@ -258,11 +258,12 @@ async def artifact(artifact_id: Key, state: StateDep, _token: TokenDep) -> Artif
 
 @router.get("/artifacts/{artifact_id}/passes", response_model=PassDumpsPublic,
             responses={**NOT_FOUND, 422: {"model": ErrorPublic}})  # fmt: skip
-async def passes(artifact_id: Key, state: StateDep, _token: TokenDep) -> Response:
+async def passes(artifact_id: Key, state: StateDep, token: TokenDep) -> Response:
     """The tile IR of this build as the frontend makes it and after each pass (and, for cuda, after the
     gpu-tir stage), as its compile kept them. A build stored without them (a tune trial's, an older row) has
     them recomputed from the stored kernel, spec and config in the compile pool (its time and memory limits
-    apply), once per artifact and process."""
+    apply) at the request of a token with the submit scope (a read token gets a 403: it starts no compile
+    work), and kept in the row, so that is done once per artifact."""
     cached = state.blobs.get((artifact_id, "passes"))
     if cached is not None:
         return Response(cached[0], media_type="application/json")
@@ -289,15 +290,25 @@ async def passes(artifact_id: Key, state: StateDep, _token: TokenDep) -> Respons
         state.blobs.put((artifact_id, "passes"), body, sha256(body))
         return Response(body, media_type="application/json")
     assert kernel is not None
+    if "submit" not in token.scopes:
+        what = E.MSG_MUST_RECOMPUTE_PASSES.format(id=artifact_id)
+        raise E.ApiError(403, E.FORBIDDEN, E.MSG_COMPILE_NEEDS_SUBMIT.format(what=what))
     text = kernel.source if kernel.kind == "source" else kernel.ir
     request = build_request(state, kind=kernel.kind, text=text or "", name=kernel.name, spec=spec, config=config,
                             target=target)  # fmt: skip
-    dumps, _ = await state.pool.shared(
-        "passes:" + artifact_id, lambda: run_task(state, "passes", {"request": request})
-    )
+    async with state.compiles.hold(token.id):
+        dumps, _ = await state.pool.shared("passes:" + artifact_id, lambda: _recompute(state, artifact_id, request))
     body = PassDumpsPublic(artifact_id=artifact_id, passes=dumps).model_dump_json().encode()
     state.blobs.put((artifact_id, "passes"), body, sha256(body))
     return Response(body, media_type="application/json")
+
+
+async def _recompute(state: AppState, artifact_id: str, request: Any) -> list[dict]:
+    """The per-pass dumps of a stored build, computed in the compile pool and kept in its row."""
+    dumps = await run_task(state, "passes", {"request": request})
+    blob = pack_pass_dumps(dumps)
+    await state.write(lambda s: crud.keep_pass_dumps(s, key=artifact_id, blob=blob))
+    return dumps
 
 
 def _build_of(session: Session, artifact_id: str) -> tuple[str, dict, dict, str, list[dict] | None] | None:
