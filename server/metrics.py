@@ -40,3 +40,6 @@ class Metrics:
             registry=r,
         )
         self.db_errors = Counter("tilec_db_unavailable", "requests refused because the database was down", registry=r)
+        self.overloads = Counter(
+            "tilec_overloaded", "requests refused because no database connection came free in time", registry=r
+        )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
+import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -11,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from .cache import BytesLRU, TTLCache
-from .db.engine import make_engine, reader_engine, session_factories
+from .db.engine import make_engine, probe_engine, reader_engine, session_factories
 from .db.migrate import upgrade
 from .metrics import Metrics
 from .pool import CompilePool
@@ -19,6 +23,7 @@ from .settings import Settings
 from .signing import SigningKey, load_signing_key
 
 T = TypeVar("T")
+LOOKUP_LOCKS = 256  # stripes: the lookups of one tuning key share a lock with those of 1/256 of the others
 
 
 @dataclass
@@ -36,10 +41,15 @@ class AppState:
     reader: Engine = field(init=False)
     executor: Any = None  # jobs.executor.Executor (set by the app factory): in-process unless a broker is set
     signer: SigningKey | None = None  # loaded by open(), or on first use by signing_key()
+    probe: Engine | None = None  # /healthz's own one-connection engine (made on first use)
+    in_db: int = field(default=0, init=False)  # calls holding or waiting for a pooled connection now
+    _in_db_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _lookup_locks: list[asyncio.Lock] = field(init=False)
 
     def __post_init__(self) -> None:
         s = self.settings
         self.lookups = TTLCache(s.lookup_cache_size, s.lookup_cache_ttl_s)
+        self._lookup_locks = [asyncio.Lock() for _ in range(LOOKUP_LOCKS)]
         self.tokens = TTLCache(1024, s.token_cache_ttl_s)
         self.blobs = BytesLRU(s.binary_cache_bytes)
         self.reader = reader_engine(self.engine)
@@ -51,7 +61,8 @@ class AppState:
         url = settings.resolved_database_url
         if settings.migrate_on_start:
             upgrade(url)
-        engine = make_engine(url, connect_timeout_s=settings.db_connect_timeout_s, pool_size=settings.db_pool_size)
+        engine = make_engine(url, connect_timeout_s=settings.db_connect_timeout_s, pool_size=settings.db_pool_size,
+                             max_overflow=settings.db_pool_overflow, pool_timeout_s=settings.db_pool_timeout_s)  # fmt: skip
         rw, ro = session_factories(engine)
         pool = CompilePool(
             workers=settings.compile_workers,
@@ -83,13 +94,43 @@ class AppState:
             "max_tile_elements": s.max_tile_elements,
         }
 
+    def lookup_lock(self, tkey: str) -> asyncio.Lock:
+        """The lock a lookup that misses the cache holds from its query to its put, and a writer of the
+        tuning key from before its write until it has dropped the cached answer: so no answer read before a
+        commit is cached after it (a reader would see the best get worse), and a burst of misses for one
+        key waits for one query instead of sending one each."""
+        return self._lookup_locks[zlib.crc32(tkey.encode()) % LOOKUP_LOCKS]
+
+    def _enter_db(self) -> None:
+        with self._in_db_lock:
+            self.in_db += 1
+
+    def _leave_db(self) -> None:
+        with self._in_db_lock:
+            self.in_db -= 1
+
+    def retry_after(self) -> int:
+        """Seconds a client refused for overload should wait: 1 plus the calls in the database (holding or
+        waiting for a connection) per connection the pool can open, up to a minute — it grows with load."""
+        s = self.settings
+        capacity = max(1, s.db_pool_size + s.db_pool_overflow)
+        return min(60, 1 + math.ceil(self.in_db / capacity))
+
     def write_sync(self, fn: Callable[[Session], T]) -> T:
-        with self.rw() as session, session.begin():
-            return fn(session)
+        self._enter_db()
+        try:
+            with self.rw() as session, session.begin():
+                return fn(session)
+        finally:
+            self._leave_db()
 
     def read_sync(self, fn: Callable[[Session], T]) -> T:
-        with self.ro() as session, session.begin():
-            return fn(session)
+        self._enter_db()
+        try:
+            with self.ro() as session, session.begin():
+                return fn(session)
+        finally:
+            self._leave_db()
 
     async def write(self, fn: Callable[[Session], T]) -> T:
         """One transaction in a worker thread: committed when fn returns, rolled back if it raises."""
@@ -99,8 +140,17 @@ class AppState:
         return await run_in_threadpool(self.read_sync, fn)
 
     def query_sync(self, fn: Callable[[Connection], T]) -> T:
-        with self.reader.connect() as conn:
-            return fn(conn)
+        self._enter_db()
+        try:
+            with self.reader.connect() as conn:
+                return fn(conn)
+        finally:
+            self._leave_db()
+
+    def probe_engine(self) -> Engine:
+        if self.probe is None:
+            self.probe = probe_engine(self.settings.resolved_database_url, timeout_s=self.settings.health_timeout_s)
+        return self.probe
 
     async def query(self, fn: Callable[[Connection], T]) -> T:
         """A read on a bare connection, in a worker thread: no Session, no ORM objects, and on
@@ -112,3 +162,5 @@ class AppState:
             self.executor.close()
         self.pool.close()
         self.engine.dispose()
+        if self.probe is not None:
+            self.probe.dispose()

@@ -5,6 +5,8 @@ goes to the target's queue on the broker; `tilec worker --target T` processes co
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import queue
 import threading
@@ -27,7 +29,7 @@ class Executor(Protocol):
 
     def targets(self) -> set[str] | None: ...  # the targets it can run (None: any; a worker may take it)
 
-    def submit(self, job_id: int, target: str) -> None: ...
+    def submit(self, job_id: int, target: str, *, resend: bool = False) -> None: ...  # resend: to the queue's front
 
     def close(self) -> None: ...
 
@@ -61,7 +63,7 @@ class InProcessExecutor:
             self._targets = local_targets()
         return self._targets
 
-    def submit(self, job_id: int, target: str) -> None:
+    def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
         with self.lock:
             if self.thread is None:
                 self.thread = threading.Thread(target=self._loop, daemon=True, name="tilec-tune")
@@ -96,20 +98,65 @@ class CeleryExecutor:
     def targets(self) -> None:
         return None
 
-    def submit(self, job_id: int, target: str) -> None:
+    def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
+        """Publish the job's message: a first one behind the queue's other first messages, one sent again (its
+        worker died, or its message was lost) at the front. A broker that refuses the connection fails at once
+        (no retry pause: kombu's would cost 2 s per submit); a pooled connection the broker dropped since (it
+        restarted) is opened again once."""
         from kombu.exceptions import OperationalError
 
-        from .celery_app import TASK, queue_name
+        from .celery_app import FIRST, RESENT, TASK, queue_name
 
+        timeout = self.settings.broker_timeout_s
+        policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0, "timeout": timeout}
         try:
             with self.app.connection_for_write() as conn:
-                conn.ensure_connection(max_retries=1, timeout=self.settings.broker_timeout_s)
-                self.app.send_task(TASK, args=[job_id], queue=queue_name(target), connection=conn, retry=False)
+                conn.ensure_connection(max_retries=0, timeout=timeout)
+                self.app.send_task(TASK, args=[job_id], queue=queue_name(target), connection=conn,
+                                   priority=RESENT if resend else FIRST, retry=True, retry_policy=policy)  # fmt: skip
         except (OperationalError, OSError, TimeoutError) as exc:
             raise BrokerUnavailable(str(exc)) from exc
 
+    def waiting(self, targets: set[str]) -> set[int]:
+        """The jobs whose message waits in one of these targets' queues, not yet taken by a worker (the lists of
+        kombu's Redis transport, one per priority step). Another transport: none known (every due job is sent)."""
+        from .celery_app import queue_name
+
+        found: set[int] = set()
+        with self.app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=0, timeout=self.settings.broker_timeout_s)
+            channel = conn.default_channel
+            client = getattr(channel, "client", None)
+            if client is None or not hasattr(channel, "_q_for_pri"):
+                return found
+            for target in targets:
+                keys = {channel._q_for_pri(queue_name(target), p) for p in channel.priority_steps}
+                for key in keys:
+                    found.update(j for raw in client.lrange(key, 0, -1) if (j := _job_of(raw)) is not None)
+        return found
+
+    def ping(self, timeout_s: float) -> None:
+        """Reach the broker on a connection of its own (for /healthz); raises when it cannot."""
+        conn = self.app.connection_for_write()  # a connection of its own
+        try:
+            conn.ensure_connection(max_retries=0, timeout=timeout_s)
+            client = getattr(conn.default_channel, "client", None)
+            if client is not None:  # redis: the connection is made lazily, on the first command
+                client.ping()
+        finally:
+            conn.release()
+
     def close(self) -> None:
         pass
+
+
+def _job_of(raw: bytes) -> int | None:
+    """The job id a queued Celery message names (its `argsrepr` header, "[42]"), or None."""
+    try:
+        args = ast.literal_eval(json.loads(raw)["headers"]["argsrepr"])
+        return int(args[0])
+    except (ValueError, KeyError, TypeError, IndexError, SyntaxError):
+        return None
 
 
 def make_executor(settings: Settings, rw: sessionmaker[Session]) -> Executor:
