@@ -27,7 +27,7 @@ class Settings(BaseSettings):
     # how long a request waits for a free connection before it is refused as overload (503 `overloaded`): long
     # enough to queue behind a burst of batched publishes (tens of ms each), short of a client's timeout
     db_pool_timeout_s: float = 10.0
-    health_timeout_s: float = 1.0  # /healthz: each of the database and broker checks, on its own connection
+    health_timeout_s: float = 2.0  # /healthz: each of the database and broker checks (concurrent), on its own connection
     migrate_on_start: bool = True
     # http
     host: str = "127.0.0.1"

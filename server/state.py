@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,8 +41,6 @@ class AppState:
     executor: Any = None  # jobs.executor.Executor (set by the app factory): in-process unless a broker is set
     signer: SigningKey | None = None  # loaded by open(), or on first use by signing_key()
     probe: Engine | None = None  # /healthz's own one-connection engine (made on first use)
-    in_db: int = field(default=0, init=False)  # calls holding or waiting for a pooled connection now
-    _in_db_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _lookup_locks: list[asyncio.Lock] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -101,36 +98,20 @@ class AppState:
         key waits for one query instead of sending one each."""
         return self._lookup_locks[zlib.crc32(tkey.encode()) % LOOKUP_LOCKS]
 
-    def _enter_db(self) -> None:
-        with self._in_db_lock:
-            self.in_db += 1
-
-    def _leave_db(self) -> None:
-        with self._in_db_lock:
-            self.in_db -= 1
-
     def retry_after(self) -> int:
-        """Seconds a client refused for overload should wait: 1 plus the calls in the database (holding or
-        waiting for a connection) per connection the pool can open, up to a minute — it grows with load."""
+        """Seconds a client refused for overload should wait: 1 plus the requests in flight (the refused one
+        included) per connection the pool can open, up to a minute: it grows with the load."""
         s = self.settings
         capacity = max(1, s.db_pool_size + s.db_pool_overflow)
-        return min(60, 1 + math.ceil(self.in_db / capacity))
+        return min(60, 1 + math.ceil(self.metrics.active / capacity))
 
     def write_sync(self, fn: Callable[[Session], T]) -> T:
-        self._enter_db()
-        try:
-            with self.rw() as session, session.begin():
-                return fn(session)
-        finally:
-            self._leave_db()
+        with self.rw() as session, session.begin():
+            return fn(session)
 
     def read_sync(self, fn: Callable[[Session], T]) -> T:
-        self._enter_db()
-        try:
-            with self.ro() as session, session.begin():
-                return fn(session)
-        finally:
-            self._leave_db()
+        with self.ro() as session, session.begin():
+            return fn(session)
 
     async def write(self, fn: Callable[[Session], T]) -> T:
         """One transaction in a worker thread: committed when fn returns, rolled back if it raises."""
@@ -140,12 +121,8 @@ class AppState:
         return await run_in_threadpool(self.read_sync, fn)
 
     def query_sync(self, fn: Callable[[Connection], T]) -> T:
-        self._enter_db()
-        try:
-            with self.reader.connect() as conn:
-                return fn(conn)
-        finally:
-            self._leave_db()
+        with self.reader.connect() as conn:
+            return fn(conn)
 
     def probe_engine(self) -> Engine:
         if self.probe is None:

@@ -10,6 +10,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -108,7 +109,7 @@ class CeleryExecutor:
         from .celery_app import FIRST, RESENT, TASK, queue_name
 
         timeout = self.settings.broker_timeout_s
-        policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0, "timeout": timeout}
+        policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
         try:
             with self.app.connection_for_write() as conn:
                 conn.ensure_connection(max_retries=0, timeout=timeout)
@@ -118,8 +119,10 @@ class CeleryExecutor:
             raise BrokerUnavailable(str(exc)) from exc
 
     def waiting(self, targets: set[str]) -> set[int]:
-        """The jobs whose message waits in one of these targets' queues, not yet taken by a worker (the lists of
-        kombu's Redis transport, one per priority step). Another transport: none known (every due job is sent)."""
+        """The jobs whose message is outstanding: waiting in one of these targets' queues (the lists of kombu's
+        Redis transport, one per priority step), or taken by a worker within lease_s that has not claimed the job
+        yet (Redis's unacked messages: one older than that was taken by a worker that died before its claim).
+        Another transport: none known (every due job is sent)."""
         from .celery_app import queue_name
 
         found: set[int] = set()
@@ -130,9 +133,12 @@ class CeleryExecutor:
             if client is None or not hasattr(channel, "_q_for_pri"):
                 return found
             for target in targets:
-                keys = {channel._q_for_pri(queue_name(target), p) for p in channel.priority_steps}
-                for key in keys:
-                    found.update(j for raw in client.lrange(key, 0, -1) if (j := _job_of(raw)) is not None)
+                for key in {channel._q_for_pri(queue_name(target), p) for p in channel.priority_steps}:
+                    found.update(j for raw in client.lrange(key, 0, -1) if (j := _job_of(json.loads(raw))) is not None)
+            recent = client.zrangebyscore(channel.unacked_index_key, time.time() - self.settings.lease_s, "+inf")
+            for raw in client.hmget(channel.unacked_key, recent) if recent else []:
+                if raw is not None and (j := _job_of(json.loads(raw)[0])) is not None:
+                    found.add(j)
         return found
 
     def ping(self, timeout_s: float) -> None:
@@ -150,11 +156,10 @@ class CeleryExecutor:
         pass
 
 
-def _job_of(raw: bytes) -> int | None:
-    """The job id a queued Celery message names (its `argsrepr` header, "[42]"), or None."""
+def _job_of(message: dict) -> int | None:
+    """The job id a Celery message names (its `argsrepr` header, "[42]"), or None."""
     try:
-        args = ast.literal_eval(json.loads(raw)["headers"]["argsrepr"])
-        return int(args[0])
+        return int(ast.literal_eval(message["headers"]["argsrepr"])[0])
     except (ValueError, KeyError, TypeError, IndexError, SyntaxError):
         return None
 

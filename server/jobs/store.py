@@ -241,11 +241,11 @@ def record(session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: st
         first = min(trials, key=lambda t: t["time_ms"])
         crud.replace_result(session, tkey=tkey, kernel_key=kernel_key, key=key, dtypes=dtypes, target=target, best=first)
     rows = [{"tuning_key": tkey, "created_at": now(), **t} for t in crud.fastest_per_config(trials)]
-    stmt = crud._insert(session, Trial).values(rows)  # one statement for them all
+    stmt = crud._insert(session, Trial)
     cols = ("config", "time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz",
             "status", "lo_ms", "hi_ms", "reps", "created_at")  # fmt: skip
     session.execute(stmt.on_conflict_do_update(index_elements=["tuning_key", "config_hash"],
-                                               set_={c: stmt.excluded[c] for c in cols}))
+                                               set_={c: stmt.excluded[c] for c in cols}), rows)  # one batch
     rows = [r for r in stored_trials(session, tkey=tkey, gpu_model=gpu_model) if r.status == "ok"]
     if not rows:
         return None

@@ -261,7 +261,8 @@ def test_pool_exhaustion_is_overload_never_an_outage(own_pg: PostgresServer, tmp
         overloaded = [(s, ra) for s, e, ra in statuses if e == E.OVERLOADED]
         print(f"\n[drill pool] {len(statuses)} publishes of {n_trials} trials by {clients} clients in {took:.1f} s: "
               f"{statuses.count((200, '', ''))} ok, {errors.count(E.DB_UNAVAILABLE)} database_unavailable, "
-              f"{len(overloaded)} overloaded; /healthz {probes.count(200)}/{len(probes)} 200")  # fmt: skip
+              f"{len(overloaded)} overloaded; /healthz {probes.count(200)}/{len(probes)} 200 "
+              f"(others: {[p for p in probes if p != 200]})")  # fmt: skip
         assert E.DB_UNAVAILABLE not in errors, errors
         assert set(errors) <= {E.OVERLOADED}, errors
         assert all(s == 503 and int(ra) >= 1 for s, ra in overloaded), overloaded
