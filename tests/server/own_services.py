@@ -40,7 +40,9 @@ class _Server:
 
     def _spawn(self, cmd: list[str], **kw: object) -> None:
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **kw)  # type: ignore[call-overload]
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **kw
+            )  # type: ignore[call-overload]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -135,7 +137,9 @@ class PostgresServer(_Server):
             if not self.alive():
                 raise RuntimeError(f"postgres exited:\n{self.log()}")
             try:
-                psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", connect_timeout=1).close()
+                psycopg.connect(
+                    f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", connect_timeout=1
+                ).close()
                 return self
             except psycopg.OperationalError:
                 time.sleep(0.1)
