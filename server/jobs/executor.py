@@ -102,8 +102,8 @@ class CeleryExecutor:
     def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
         """Publish the job's message: a first one behind the queue's other first messages, one sent again (its
         worker died, or its message was lost) at the front. A broker that refuses the connection fails at once
-        (no retry pause: kombu's would cost 2 s per submit); a pooled connection the broker dropped since (it
-        restarted) is opened again once."""
+        (no retry pause: kombu's would cost 2 s per submit); a publish that fails on the connection once open is
+        tried once more."""
         from kombu.exceptions import OperationalError
 
         from .celery_app import FIRST, RESENT, TASK, queue_name
