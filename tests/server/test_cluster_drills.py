@@ -413,3 +413,62 @@ async def test_single_flight_holds_across_the_read_miss_and_the_compile(
             f"\n[drill single flight {database_url.split(':')[0]}] compiles per burst of {size}: {per_burst}"
         )
         assert per_burst == [1] * bursts, per_burst
+
+
+# the reaper's bookkeeping, row by row
+
+
+async def test_resend_backs_off_and_two_reapers_never_both_send(make_client, database_url: str) -> None:  # noqa: ANN001
+    """A queued job is due resend_after_s after its message, then after twice as long each time; a running job
+    whose lease lapsed is due at once and goes back to queued; of two reapers that read the same due job, one
+    marks it sent; a send the broker refused is undone (due again)."""
+    from datetime import timedelta
+
+    from tilec.server.db.models import TuneJob
+    from tilec.server.jobs import store
+
+    async with make_client() as client:
+        state = client.app.state.tilec  # type: ignore[attr-defined]
+        kernel = (await client.post("/v1/kernels", json={"ir": ADD_IR})).json()
+        values = {"kernel_key": kernel["key"], "tuning_key": "t" * 64, "key_values": "", "dtypes": "", "target": "cpu",
+                  "strategy": "halving", "request": {}, "trials_planned": 1, "submitted_by": None}  # fmt: skip
+        job_id = state.write_sync(lambda s: store.create_job(s, values=values)[0].id)
+
+        def age(**fields: float) -> None:  # move the job's times back by these many seconds
+            def move(s) -> None:  # noqa: ANN001
+                job = s.get_one(TuneJob, job_id)
+                for name, seconds in fields.items():
+                    setattr(job, name, store.now() - timedelta(seconds=seconds))
+
+            state.write_sync(move)
+
+        def due() -> list[store.Due]:
+            return state.read_sync(lambda s: store.due_for_resend(s, lease_s=6, after_s=30, max_s=600))
+
+        assert due() == []  # just sent
+        age(sent_at=31)
+        first = due()
+        assert [(d.id, d.state, d.sends) for d in first] == [(job_id, "queued", 1)]
+        twice = [first[0], due()[0]]  # two reapers read it
+        marked = [state.write_sync(lambda s, d=d: store.mark_sent(s, d, lease_s=6)) for d in twice]
+        assert marked == [True, False]
+        age(sent_at=59)
+        assert due() == []  # the second message waits 60 s
+        age(sent_at=61)
+        again = due()
+        assert [d.sends for d in again] == [2]
+        assert state.write_sync(lambda s: store.mark_sent(s, again[0], lease_s=6))
+        state.write_sync(lambda s: store.undo_send(s, again[0]))  # the broker refused it
+        assert [d.sends for d in due()] == [2]
+        # a running job whose worker stopped beating: due at once, and queued again once marked
+        state.write_sync(lambda s: store.claim(s, job_id, worker="w", lease_s=6, max_deliveries=3))
+        assert due() == []
+        age(heartbeat_at=7)
+        lapsed = due()
+        assert [(d.state, d.sends) for d in lapsed] == [("running", 2)]
+        assert state.write_sync(lambda s: store.mark_sent(s, lapsed[0], lease_s=6))
+        job = state.read_sync(lambda s: s.get_one(TuneJob, job_id))
+        assert (job.state, job.sends) == ("queued", 3)
+        assert (
+            state.write_sync(lambda s: store.heartbeat(s, job_id, worker="w")) == "queued"
+        )  # the worker stops
