@@ -124,6 +124,11 @@ def _add_handlers(app: FastAPI, state: AppState) -> None:
         )
 
     async def db_error(_request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, PoolTimeoutError):  # every connection is busy: the database is up, the service is loaded
+            state.metrics.overloads.inc()
+            detail = E.MSG_OVERLOADED.format(wait=state.settings.db_pool_timeout_s)
+            return JSONResponse({"error": E.OVERLOADED, "detail": detail}, status_code=503,
+                                headers={"Retry-After": str(state.retry_after())})  # fmt: skip
         if isinstance(exc, DBAPIError) and _refused_value(exc):
             detail = E.MSG_VALUE_REFUSED.format(reason=_reason(exc))
             return JSONResponse({"error": E.VALUE_REFUSED, "detail": detail}, status_code=422)

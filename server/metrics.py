@@ -50,3 +50,9 @@ class Metrics:
             registry=r,
         )
         self.db_errors = Counter("tilec_db_unavailable", "requests refused because the database was down", registry=r)
+        self.active = 0  # requests in flight (MetricsMiddleware counts them; the event loop's thread only)
+        self.in_flight = Gauge("tilec_requests_in_flight", "HTTP requests being answered", registry=r)
+        self.in_flight.set_function(lambda: self.active)
+        self.overloads = Counter(
+            "tilec_overloaded", "requests refused because no database connection came free in time", registry=r
+        )

@@ -143,6 +143,7 @@ class MetricsMiddleware:
             return await self.app(scope, receive, send)
         start = time.perf_counter()
         status = 500
+        self.metrics.active += 1
 
         async def send_status(message: dict) -> None:
             nonlocal status
@@ -153,6 +154,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_status)
         finally:
+            self.metrics.active -= 1
             route = scope.get("route")
             path = getattr(route, "path", None) or scope.get("tilec.route") or "unmatched"
             self.metrics.requests.labels(scope["method"], path, str(status)).inc()

@@ -80,10 +80,17 @@ async def answer(state: AppState, tkey: str) -> bytes | None:
     if body is not None:
         state.metrics.cache_hits.labels("lookup").inc()
         return body
-    body = await state.query(lambda c: _find(c, tkey, state.metrics))
-    state.metrics.cache_misses.labels("lookup").inc()
-    if body is not None:
-        state.lookups.put(tkey, body)
+    # a miss queries and caches under the key's lock, which a writer of the key holds until it has dropped the
+    # cached answer: an answer read before a commit is never cached after it (the best would go back in time)
+    async with state.lookup_lock(tkey):
+        body = state.lookups.get(tkey)  # cached by the miss this one waited for
+        if body is not None:
+            state.metrics.cache_hits.labels("lookup").inc()
+            return body
+        body = await state.query(lambda c: _find(c, tkey, state.metrics))
+        state.metrics.cache_misses.labels("lookup").inc()
+        if body is not None:
+            state.lookups.put(tkey, body)
     return body
 
 

@@ -355,13 +355,14 @@ async def compile_artifact(
     """The artifact for this key: from the database if every stored form still matches its sha256 and
     the row reads back as this build, else built (and the row overwritten)."""
 
-    def cached(session: Session) -> tuple[ArtifactPublic, dict[str, str]] | None:
+    def cached(session: Session, *, count: bool = True) -> tuple[ArtifactPublic, dict[str, str]] | None:
         try:
             row = crud.get_artifact(session, key=key)
             if row is None:
                 return None
             if not forms_intact(row):
-                state.metrics.sha_mismatches.inc()
+                if count:  # once per request, not again by its flight
+                    state.metrics.sha_mismatches.inc()
                 return None
             stored = (row.kernel_key, row.target, stored_spec(row.spec), stored_config(row.config))
             if stored != (kernel.key, target, spec, config):
@@ -376,10 +377,17 @@ async def compile_artifact(
         state.metrics.cache_hits.labels("artifact").inc()
         return _text_links(*hit)
     state.metrics.cache_misses.labels("artifact").inc()
+
+    async def once() -> ArtifactPublic:
+        # the flight reads again first: a flight of this key that ended between the read above and here has
+        # stored the artifact (single flight only joins compiles still running)
+        again = await state.read(lambda s: cached(s, count=False))
+        if again is not None:
+            return _text_links(*again)
+        return await _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
+
     async with state.compiles.hold(token_id):
-        public, joined = await state.pool.shared(
-            "compile:" + key, lambda: _build(state, kernel=kernel, key=key, spec=spec, config=config, target=target)
-        )
+        public, joined = await state.pool.shared("compile:" + key, once)
     if joined:
         state.metrics.compiles_shared.inc()
     return public.model_copy(deep=True)
@@ -412,11 +420,15 @@ async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, confi
 async def _build_new(
     state: AppState, *, request: CompileRequest, input_sha: str, spec: dict, config: dict, token_id: int | None
 ) -> ArtifactPublic:
+    target = request.options.target
+    known = await find_kernel(state, input_sha)  # stored by a flight of this input that ended since the miss
+    if known is not None:
+        key = artifact_key(known.key, spec, config, target, compiler_version())
+        return await compile_artifact(state, kernel=known, key=key, spec=spec, config=config, target=target)
     art = await run_task(state, "compile", {"request": request, "describe": True})
     kernel, _ = await save_kernel(
         state, kind=request.kind, text=request.text, input_sha=input_sha, info=art["kernel"], token_id=token_id
     )
-    target = request.options.target
     key = artifact_key(kernel.key, spec, config, target, compiler_version())
     return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)
 

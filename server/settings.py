@@ -22,7 +22,12 @@ class Settings(BaseSettings):
     database_url: str = ""  # empty -> a SQLite file under data_dir
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("tilec")))
     db_connect_timeout_s: float = 1.0
-    db_pool_size: int = 8
+    db_pool_size: int = 16  # connections kept open (per process)
+    db_pool_overflow: int = 16  # more, opened under load and closed after
+    # how long a request waits for a free connection before it is refused as overload (503 `overloaded`): long
+    # enough to queue behind a burst of batched publishes (tens of ms each), short of a client's timeout
+    db_pool_timeout_s: float = 10.0
+    health_timeout_s: float = 2.0  # /healthz: each of the database and broker checks (concurrent), on its own connection
     migrate_on_start: bool = True
     # http
     host: str = "127.0.0.1"
@@ -55,19 +60,23 @@ class Settings(BaseSettings):
     max_jobs_per_token: int = 8  # queued or running tune jobs one token submitted; more is a 429
     # tune jobs: in-process by default; Celery workers when a broker is set (redis://host:6379/0)
     broker_url: str = ""
-    broker_timeout_s: float = 2.0  # a publish that cannot reach the broker in this time is a 503
+    broker_timeout_s: float = 2.0  # a publish that cannot reach the broker in this time is a 503 (a refusal: at once)
     visibility_timeout_s: float = 3600.0  # Redis redelivers a message not acked within this
-    lease_s: float = 60.0  # a running job whose worker has not beaten its heartbeat in this long is orphaned
-    heartbeat_s: float = 10.0
+    # a running job whose worker has not beaten its heartbeat in lease_s is handed out again (a killed worker's job
+    # runs elsewhere within about lease_s + reaper_interval_s); a heartbeat is one UPDATE of the job's row
+    lease_s: float = 6.0
+    heartbeat_s: float = 1.0
     max_deliveries: int = 3  # a job taken up this many times without finishing fails (it kills its worker)
-    reaper_interval_s: float = 15.0  # how often the API requeues orphaned jobs
+    reaper_interval_s: float = 1.0  # how often the API looks for orphaned jobs and queued jobs whose message is lost
+    # a queued job that no worker has taken this long after its message was sent is sent again (its message was
+    # lost: a broker restart, a flush, a failover), then after twice as long each time, up to resend_max_s
+    resend_after_s: float = 30.0
+    resend_max_s: float = 600.0
     # one tensor of a launch description, and all of them: what fits the bench child's bench_memory_mb with the
     # interpreter, NumPy and LLVM (about 0.6 GB; a 2 GiB launch peaks at 2.65 GB of address space)
     max_tensor_bytes: int = 1 << 30
     max_launch_bytes: int = 1 << 31
-    max_grid_programs: int = (
-        1 << 24
-    )  # programs of one launch of a tune job, every config's grid checked at submit
+    max_grid_programs: int = 1 << 24  # programs of one launch of a tune job, every config's grid checked at submit
     tune_compile_workers: int = 0  # processes compiling a tune's configs; 0: the CPU cores
     tune_full_seconds: float = 2.0  # the most one config's full timing takes (it stops sooner at a 1% interval)
     tune_brief_seconds: float = 0.25  # the most a brief timing (a round of successive halving) takes

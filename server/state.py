@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -11,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from .cache import BytesLRU, TTLCache
-from .db.engine import make_engine, reader_engine, session_factories
+from .db.engine import make_engine, probe_engine, reader_engine, session_factories
 from .db.migrate import upgrade
 from .limits import CompileSlots
 from .metrics import Metrics
@@ -20,6 +23,7 @@ from .settings import Settings
 from .signing import SigningKey, load_signing_key
 
 T = TypeVar("T")
+LOOKUP_LOCKS = 256  # stripes: the lookups of one tuning key share a lock with those of 1/256 of the others
 
 
 @dataclass
@@ -39,10 +43,13 @@ class AppState:
     reader: Engine = field(init=False)
     executor: Any = None  # jobs.executor.Executor (set by the app factory): in-process unless a broker is set
     signer: SigningKey | None = None  # loaded by open(), or on first use by signing_key()
+    probe: Engine | None = None  # /healthz's own one-connection engine (made on first use)
+    _lookup_locks: list[asyncio.Lock] = field(init=False)
 
     def __post_init__(self) -> None:
         s = self.settings
         self.lookups = TTLCache(s.lookup_cache_size, s.lookup_cache_ttl_s)
+        self._lookup_locks = [asyncio.Lock() for _ in range(LOOKUP_LOCKS)]
         self.tokens = TTLCache(1024, s.token_cache_ttl_s)
         self.blobs = BytesLRU(s.binary_cache_bytes)
         self.compiles = CompileSlots(s.max_compiles_per_token)
@@ -55,7 +62,8 @@ class AppState:
         url = settings.resolved_database_url
         if settings.migrate_on_start:
             upgrade(url)
-        engine = make_engine(url, connect_timeout_s=settings.db_connect_timeout_s, pool_size=settings.db_pool_size)
+        engine = make_engine(url, connect_timeout_s=settings.db_connect_timeout_s, pool_size=settings.db_pool_size,
+                             max_overflow=settings.db_pool_overflow, pool_timeout_s=settings.db_pool_timeout_s)  # fmt: skip
         rw, ro = session_factories(engine)
         pool = CompilePool(
             workers=settings.compile_workers,
@@ -95,6 +103,20 @@ class AppState:
             "max_tile_elements": s.max_tile_elements,
         }
 
+    def lookup_lock(self, tkey: str) -> asyncio.Lock:
+        """The lock a lookup that misses the cache holds from its query to its put, and a writer of the
+        tuning key from before its write until it has dropped the cached answer: so no answer read before a
+        commit is cached after it (a reader would see the best get worse), and a burst of misses for one
+        key waits for one query instead of sending one each."""
+        return self._lookup_locks[zlib.crc32(tkey.encode()) % LOOKUP_LOCKS]
+
+    def retry_after(self) -> int:
+        """Seconds a client refused for overload should wait: 1 plus the requests in flight (the refused one
+        included) per connection the pool can open, up to a minute: it grows with the load."""
+        s = self.settings
+        capacity = max(1, s.db_pool_size + s.db_pool_overflow)
+        return min(60, 1 + math.ceil(self.metrics.active / capacity))
+
     def write_sync(self, fn: Callable[[Session], T]) -> T:
         with self.rw() as session, session.begin():
             return fn(session)
@@ -114,6 +136,11 @@ class AppState:
         with self.reader.connect() as conn:
             return fn(conn)
 
+    def probe_engine(self) -> Engine:
+        if self.probe is None:
+            self.probe = probe_engine(self.settings.resolved_database_url, timeout_s=self.settings.health_timeout_s)
+        return self.probe
+
     async def query(self, fn: Callable[[Connection], T]) -> T:
         """A read on a bare connection, in a worker thread: no Session, no ORM objects, and on
         PostgreSQL no BEGIN/ROLLBACK round trips (one statement is one snapshot). For the hot reads."""
@@ -124,3 +151,5 @@ class AppState:
             self.executor.close()
         self.pool.close()
         self.engine.dispose()
+        if self.probe is not None:
+            self.probe.dispose()

@@ -245,9 +245,10 @@ class TokenPublic(BaseModel):
 
 
 class HealthPublic(BaseModel):
-    status: str
-    database: str
+    status: str  # "ok", or "degraded" when the database or the broker is unavailable
+    database: str  # "ok" | "unavailable"
     compiler_version: str
+    broker: str | None = None  # "ok" | "unavailable"; None when jobs run in-process (no broker)
 
 
 # tune jobs

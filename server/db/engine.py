@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 READONLY = "tilec_readonly"
 
@@ -26,16 +27,43 @@ def sqlite_path(url: str) -> Path | None:
     return Path(db) if db and db != ":memory:" else None
 
 
-def make_engine(url: str, *, connect_timeout_s: float = 1.0, pool_size: int = 8) -> Engine:
+def make_engine(
+    url: str,
+    *,
+    connect_timeout_s: float = 1.0,
+    pool_size: int = 8,
+    max_overflow: int | None = None,
+    pool_timeout_s: float | None = None,
+) -> Engine:
+    """pool_size connections kept, max_overflow more under load (default: pool_size), and pool_timeout_s the
+    wait for a free one (default: connect_timeout_s, at least 1 s) before sqlalchemy's TimeoutError, which
+    the app answers as overload (a busy pool is not a database outage)."""
     if is_sqlite(url):
         return _sqlite_engine(url, pool_size=pool_size)
     return create_engine(
         url,
         pool_pre_ping=True,
         pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_timeout=max(connect_timeout_s, 1.0),
+        max_overflow=pool_size if max_overflow is None else max_overflow,
+        pool_timeout=max(connect_timeout_s, 1.0) if pool_timeout_s is None else pool_timeout_s,
         connect_args={"connect_timeout": max(1, math.ceil(connect_timeout_s))},
+    )
+
+
+def probe_engine(url: str, *, timeout_s: float) -> Engine:
+    """A one-connection engine for /healthz: its own connection (never waits behind the requests' pool), a
+    connect timeout and, on PostgreSQL, a statement timeout of timeout_s."""
+    if is_sqlite(url):
+        return create_engine(url, poolclass=NullPool, connect_args={"check_same_thread": False, "timeout": timeout_s})
+    ms = max(1, int(timeout_s * 1000))
+    return create_engine(
+        url,
+        pool_size=1,
+        max_overflow=0,
+        pool_timeout=timeout_s,
+        pool_pre_ping=False,
+        pool_recycle=300,
+        connect_args={"connect_timeout": max(1, math.ceil(timeout_s)), "options": f"-c statement_timeout={ms}"},
     )
 
 

@@ -135,7 +135,8 @@ class TuneJob(Base):
 
     `active_key` is the tuning key while the job is queued or running and NULL after: its unique index
     makes a second job for the same key at once attach to the first. `worker` and `heartbeat_at` are the
-    lease of the worker running it; `deliveries` counts the times a worker took it up."""
+    lease of the worker running it; `deliveries` counts the times a worker took it up; `sent_at` and `sends`
+    the messages that named it."""
 
     __tablename__ = "tune_jobs"
 
@@ -155,6 +156,10 @@ class TuneJob(Base):
     worker: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deliveries: Mapped[int] = mapped_column(Integer, default=0)
+    # the broker's side: when the last message naming the job was sent, and how many were (the reaper sends
+    # a queued job again when no worker took it in time: its message was lost)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sends: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     error: Mapped[str | None] = mapped_column(Text)
     best_config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     best_time_ms: Mapped[float | None] = mapped_column(Float)

@@ -14,6 +14,9 @@ from celery import Celery
 from ..settings import Settings
 
 TASK = "tilec.tune_job"
+# message priorities: on Redis, kombu keeps a list per priority step (0, 3, 6, 9) and a worker pops the
+# lowest step first, so a job sent again (its worker died, its message was lost) goes to the queue's front
+FIRST, RESENT = 9, 0
 log = logging.getLogger("tilec.jobs")
 
 

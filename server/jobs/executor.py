@@ -5,9 +5,12 @@ goes to the target's queue on the broker; `tilec worker --target T` processes co
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import queue
 import threading
+import time
 from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,7 +30,7 @@ class Executor(Protocol):
 
     def targets(self) -> set[str] | None: ...  # the targets it can run (None: any; a worker may take it)
 
-    def submit(self, job_id: int, target: str) -> None: ...
+    def submit(self, job_id: int, target: str, *, resend: bool = False) -> None: ...  # resend: to the queue's front
 
     def close(self) -> None: ...
 
@@ -61,7 +64,7 @@ class InProcessExecutor:
             self._targets = local_targets()
         return self._targets
 
-    def submit(self, job_id: int, target: str) -> None:
+    def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
         with self.lock:
             if self.thread is None:
                 self.thread = threading.Thread(target=self._loop, daemon=True, name="tilec-tune")
@@ -96,20 +99,69 @@ class CeleryExecutor:
     def targets(self) -> None:
         return None
 
-    def submit(self, job_id: int, target: str) -> None:
+    def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
+        """Publish the job's message: a first one behind the queue's other first messages, one sent again (its
+        worker died, or its message was lost) at the front. A broker that refuses the connection fails at once
+        (no retry pause: kombu's would cost 2 s per submit); a publish that fails on the connection once open is
+        tried once more."""
         from kombu.exceptions import OperationalError
 
-        from .celery_app import TASK, queue_name
+        from .celery_app import FIRST, RESENT, TASK, queue_name
 
+        timeout = self.settings.broker_timeout_s
+        policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
         try:
             with self.app.connection_for_write() as conn:
-                conn.ensure_connection(max_retries=1, timeout=self.settings.broker_timeout_s)
-                self.app.send_task(TASK, args=[job_id], queue=queue_name(target), connection=conn, retry=False)
+                conn.ensure_connection(max_retries=0, timeout=timeout)
+                self.app.send_task(TASK, args=[job_id], queue=queue_name(target), connection=conn,
+                                   priority=RESENT if resend else FIRST, retry=True, retry_policy=policy)  # fmt: skip
         except (OperationalError, OSError, TimeoutError) as exc:
             raise BrokerUnavailable(str(exc)) from exc
 
+    def waiting(self, targets: set[str]) -> set[int]:
+        """The jobs whose message is outstanding: waiting in one of these targets' queues (the lists of kombu's
+        Redis transport, one per priority step), or taken by a worker within lease_s that has not claimed the job
+        yet (Redis's unacked messages: one older than that was taken by a worker that died before its claim).
+        Another transport: none known (every due job is sent)."""
+        from .celery_app import queue_name
+
+        found: set[int] = set()
+        with self.app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=0, timeout=self.settings.broker_timeout_s)
+            channel = conn.default_channel
+            client = getattr(channel, "client", None)
+            if client is None or not hasattr(channel, "_q_for_pri"):
+                return found
+            for target in targets:
+                for key in {channel._q_for_pri(queue_name(target), p) for p in channel.priority_steps}:
+                    found.update(j for raw in client.lrange(key, 0, -1) if (j := _job_of(json.loads(raw))) is not None)
+            recent = client.zrangebyscore(channel.unacked_index_key, time.time() - self.settings.lease_s, "+inf")
+            for raw in client.hmget(channel.unacked_key, recent) if recent else []:
+                if raw is not None and (j := _job_of(json.loads(raw)[0])) is not None:
+                    found.add(j)
+        return found
+
+    def ping(self, timeout_s: float) -> None:
+        """Reach the broker on a connection of its own (for /healthz); raises when it cannot."""
+        conn = self.app.connection_for_write()  # a connection of its own
+        try:
+            conn.ensure_connection(max_retries=0, timeout=timeout_s)
+            client = getattr(conn.default_channel, "client", None)
+            if client is not None:  # redis: the connection is made lazily, on the first command
+                client.ping()
+        finally:
+            conn.release()
+
     def close(self) -> None:
         pass
+
+
+def _job_of(message: dict) -> int | None:
+    """The job id a Celery message names (its `argsrepr` header, "[42]"), or None."""
+    try:
+        return int(ast.literal_eval(message["headers"]["argsrepr"])[0])
+    except (ValueError, KeyError, TypeError, IndexError, SyntaxError):
+        return None
 
 
 def make_executor(settings: Settings, rw: sessionmaker[Session]) -> Executor:

@@ -174,7 +174,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     except Exception as exc:  # noqa: BLE001 - the tune's own failure (not the worker's): fail once, with it
         log.exception("job %s failed", job_id)
         return _fail(ctx, job_id, clean(f"{type(exc).__name__}: {exc}", 2000))
-    if beat.state == "lost":
+    if beat.state not in ("running", "cancelled"):  # another worker holds it, or the reaper took it back (queued)
         return "lost"
     if outcome.cancelled or beat.state == "cancelled":
         return "cancelled"

@@ -35,7 +35,7 @@ def create_job(session: Session, *, values: dict[str, Any]) -> tuple[TuneJob, bo
     """A new queued job, or the one already queued or running for the same tuning key (attached)."""
     stmt = crud._insert(session, TuneJob).values(
         **values, state="queued", active_key=values["tuning_key"], trials=[], trials_done=0, deliveries=0,
-        created_at=now(),
+        created_at=now(), sent_at=now(), sends=1,
     )
     new_id = session.execute(stmt.on_conflict_do_nothing(index_elements=["active_key"]).returning(TuneJob.id)).scalar()
     if new_id is not None:
@@ -151,11 +151,69 @@ def finish(session: Session, job_id: int, *, worker: str, state: str, error: str
     return True
 
 
-def orphaned(session: Session, *, lease_s: float) -> list[tuple[int, str]]:
-    """Running jobs whose worker has not renewed its lease in lease_s: (id, target)."""
+def resend_pause(sends: int, *, after_s: float, max_s: float) -> float:
+    """How long a queued job waits for a worker after its `sends`-th message before it is sent again: after_s,
+    doubled for each message sent since the first, at most max_s."""
+    return min(max_s, after_s * 2.0 ** max(0, sends - 1))
+
+
+@dataclass(frozen=True)
+class Due:
+    """A job whose message is presumed lost, as due_for_resend read it."""
+
+    id: int
+    target: str
+    state: str  # "running" (its lease lapsed) or "queued"
+    sent_at: datetime | None
+    sends: int
+
+
+def due_for_resend(session: Session, *, lease_s: float, after_s: float, max_s: float, queued: bool = True) -> list[Due]:
+    """The jobs whose message is presumed lost: a running job whose worker stopped renewing its lease in lease_s
+    (killed), and, unless `queued` is false (an executor that loses no message), a queued job that no worker took
+    within resend_pause of its last message."""
     cutoff = now() - timedelta(seconds=lease_s)
-    q = select(TuneJob.id, TuneJob.target).where(TuneJob.state == "running", TuneJob.heartbeat_at < cutoff)
-    return [(i, t) for i, t in session.execute(q).all()]
+    due = (TuneJob.state == "running") & (TuneJob.heartbeat_at < cutoff)
+    if queued:
+        sent_before = now() - timedelta(seconds=after_s)
+        due |= (TuneJob.state == "queued") & ((TuneJob.sent_at < sent_before) | TuneJob.sent_at.is_(None))
+    q = select(TuneJob.id, TuneJob.target, TuneJob.state, TuneJob.sent_at, TuneJob.sends).where(due).order_by(TuneJob.id)
+    found = []
+    for job_id, target, state, sent, sends in session.execute(q).all():
+        pause = timedelta(seconds=resend_pause(sends, after_s=after_s, max_s=max_s))
+        if state == "queued" and sent is not None and now() - _aware(sent) < pause:  # type: ignore[operator]
+            continue
+        found.append(Due(job_id, target, state, _aware(sent), sends))
+    return found
+
+
+def _unchanged(due: Due, *, lease_s: float) -> Any:
+    """The row is as due_for_resend read it: nobody took or sent it since (and a running one's worker did not
+    beat): the compare of a compare-and-set, so two API processes never both send it."""
+    same = (TuneJob.id == due.id) & (TuneJob.state == due.state) & (TuneJob.sends == due.sends)
+    if due.state == "running":
+        same &= TuneJob.heartbeat_at < now() - timedelta(seconds=lease_s)
+    return same
+
+
+def mark_sent(session: Session, due: Due, *, lease_s: float) -> bool:
+    """Mark the job sent now (sends + 1), back to queued if it was running (its worker, should it still be alive,
+    sees that at its next heartbeat and stops), before its message goes out; False when it changed meanwhile."""
+    done = session.execute(update(TuneJob).where(_unchanged(due, lease_s=lease_s))
+                           .values(state="queued", sent_at=now(), sends=due.sends + 1))  # fmt: skip
+    return done.rowcount == 1
+
+
+def mark_waiting(session: Session, due: Due) -> None:
+    """The broker still holds a message for this queued job (the queue is long, not lost): look again after
+    another pause, without sending one more."""
+    session.execute(update(TuneJob).where(_unchanged(due, lease_s=0)).values(sent_at=now()))
+
+
+def undo_send(session: Session, due: Due) -> None:
+    """The broker refused the message mark_sent marked: the job is due again at the next round."""
+    session.execute(update(TuneJob).where(TuneJob.id == due.id, TuneJob.state == "queued", TuneJob.sends == due.sends + 1)
+                    .values(sent_at=due.sent_at, sends=due.sends))  # fmt: skip
 
 
 def active(session: Session) -> list[tuple[int, str]]:
@@ -182,12 +240,12 @@ def record(session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: st
     if session.get(TuningResult, tkey) is None:
         first = min(trials, key=lambda t: t["time_ms"])
         crud.replace_result(session, tkey=tkey, kernel_key=kernel_key, key=key, dtypes=dtypes, target=target, best=first)
-    for t in trials:
-        stmt = crud._insert(session, Trial).values(tuning_key=tkey, created_at=now(), **t)
-        cols = ("config", "time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz",
-                "status", "lo_ms", "hi_ms", "reps", "created_at")  # fmt: skip
-        session.execute(stmt.on_conflict_do_update(index_elements=["tuning_key", "config_hash"],
-                                                   set_={c: stmt.excluded[c] for c in cols}))
+    rows = [{"tuning_key": tkey, "created_at": now(), **t} for t in crud.fastest_per_config(trials)]
+    stmt = crud._insert(session, Trial)
+    cols = ("config", "time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz",
+            "status", "lo_ms", "hi_ms", "reps", "created_at")  # fmt: skip
+    session.execute(stmt.on_conflict_do_update(index_elements=["tuning_key", "config_hash"],
+                                               set_={c: stmt.excluded[c] for c in cols}), rows)  # one batch
     rows = [r for r in stored_trials(session, tkey=tkey, gpu_model=gpu_model) if r.status == "ok"]
     if not rows:
         return None

@@ -145,6 +145,7 @@ class Service:
     url: str = ""
     workers: list[Proc] = field(default_factory=list)
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=30))
+    broker_url: str = REDIS_URL
 
     def start_api(self) -> None:
         port = free_port()
@@ -209,10 +210,12 @@ class Service:
 
         from tilec.server.jobs.celery_app import queue_name
 
-        client = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+        client = redis.Redis.from_url(self.broker_url, socket_timeout=5)
+        queue = queue_name("cpu")
+        lists = [queue, *(f"{queue}\x06\x16{p}" for p in (3, 6, 9))]  # kombu's list per priority step
         try:
             deadline = time.monotonic() + timeout
-            while client.llen(queue_name("cpu")) or client.hlen("unacked"):
+            while sum(client.llen(k) for k in lists) or client.hlen("unacked"):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"messages left in the broker after {timeout} s\n{self.logs()}")
                 time.sleep(0.1)
@@ -277,20 +280,24 @@ def _database(request: pytest.FixtureRequest, kind: str, tmp: Path) -> tuple[str
 
 @contextmanager
 def running(
-    request: pytest.FixtureRequest, executor: str, database: str, tmp: Path, workers: int = 2
-) -> Iterator[Service]:
-    """A started Service of this executor on a fresh database of this kind; stopped (every process
-    group ended) and the database dropped on the way out, whatever happened."""
-    broker = {**CELERY, "TILEC_BROKER_URL": redis_url()} if executor == "celery" else {}  # may skip: first
-    url, drop = _database(request, database, tmp)
-    env = {
+    request: pytest.FixtureRequest, executor: str, database: str, tmp: Path, workers: int = 2, *,
+    broker_url: str | None = None, database_url: str | None = None, env: dict[str, str] | None = None,
+) -> Iterator[Service]:  # fmt: skip
+    """A started Service of this executor on a fresh database of this kind (or on `database_url`, migrated
+    already, with the broker at `broker_url`: servers a test owns); stopped (every process group ended) and
+    the database dropped on the way out, whatever happened. `env` goes over the settings."""
+    broker_url = broker_url or (redis_url() if executor == "celery" else "")  # may skip: first
+    broker = {**CELERY, "TILEC_BROKER_URL": broker_url} if executor == "celery" else {}
+    url, drop = (database_url, lambda: None) if database_url else _database(request, database, tmp)
+    settings = {
         **FAST,
         **broker,
         "TILEC_DATABASE_URL": url,
         "TILEC_DATA_DIR": str(tmp),
         "TILEC_MIGRATE_ON_START": "false",
+        **(env or {}),
     }
-    service = Service(executor, url, env)
+    service = Service(executor, url, settings, broker_url=broker_url or REDIS_URL)
     try:
         service.start_api()
         for _ in range(workers if executor == "celery" else 0):

@@ -121,13 +121,14 @@ def test_stalled_bodies_leave_memory_flat(
 ) -> None:
     """300 connections each send 1 MB of a body without a token and stall (the report: 1500 took the
     server from 166 MB to 1.6 GB). The token is checked before the body is read, so the server's RSS
-    stays within a few MB; before, it grew by the bodies' size."""
+    stays within tens of MB (the connections themselves and, on PostgreSQL, the pool's connections that the
+    token checks open); before, it grew by the bodies' size (485 MB for these 300)."""
     server = _serve(tilec_serve, database_url, tmp_path, TILEC_AUTH="true")
     for _ in range(20):  # warm up the routes and the token check's database path
         httpx.post(f"http://127.0.0.1:{server.port}/v1/tune-jobs", json=TUNE_BODY, timeout=10)
     got = stall_bodies(server.port, server.proc.pid, connections=300, body_bytes=1_000_000, seconds=6)
     print(f"stalled bodies: {got}")
-    assert got.peak_mb - got.before_mb < 40, got
+    assert got.peak_mb - got.before_mb < 100, got
     assert got.bytes_sent > 100_000_000, got  # the server took (and dropped) the bodies it did not want
 
 

@@ -54,8 +54,9 @@ async def record(body: TuningResultCreate, state: StateDep, _token: SubmitTokenD
             public = _read_result(session, state.metrics, tkey)
         return TuningResultPublic(**public.model_dump(), recorded=len(trials))
 
-    result = await state.write(write)
-    state.lookups.drop(tkey)
+    async with state.lookup_lock(tkey):  # no lookup of the key reads and caches across the commit and the drop
+        result = await state.write(write)
+        state.lookups.drop(tkey)
     return result
 
 
@@ -76,12 +77,17 @@ def _check_artifacts(session: Session, metrics: Metrics, *, result: TuningResult
     """Each trial's artifact exists and is a build of the result's kernel and target and of the trial's
     config: else a 422 naming the trial, the artifact and what differs. The lookup serves that artifact
     as the binary of the config, so a build of anything else must never be linked."""
+    linked = [t["artifact_key"] for t in trials if t["artifact_key"] is not None]
+    try:  # one query for them all; a row that cannot be read back breaks it: then one query each
+        builds: dict | None = crud.get_artifact_builds(session, keys=linked) if linked else {}
+    except UNREADABLE:
+        builds = None
     for index, trial in enumerate(trials):
         artifact = trial["artifact_key"]
         if artifact is None:
             continue
         try:
-            build = crud.get_artifact_build(session, key=artifact)
+            build = crud.get_artifact_build(session, key=artifact) if builds is None else builds.get(artifact)
             mismatch = None if build is None else link_mismatch(
                 kernel_key=result.kernel_key, target=result.target, config=trial["config"], build=build
             )
