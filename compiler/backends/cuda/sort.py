@@ -80,34 +80,48 @@ class SortLowering:
         kind, i = bits[t]
 
         def down(r: int):  # this pair sorts down: `descending`, flipped in odd runs of 2^stage
-            d = ir.Constant(ops.I1, int(desc))
-            return d if stage >= len(bits) else bld.xor(d, self._bit_of(bits[stage], r))
+            if stage >= len(bits):
+                return ir.Constant(ops.I1, int(desc))
+            b = self._bit_of(bits[stage], r)
+            if isinstance(b, ir.Constant):
+                return ir.Constant(ops.I1, int(desc) ^ b.constant)
+            return bld.not_(b) if desc else b
 
-        def swap(lo, hi, r: int):
-            gt, lt = ops.compare(bld, "gt", e, lo, hi), ops.compare(bld, "lt", e, lo, hi)
-            dn = down(r)
-            if isinstance(dn, ir.Constant):
-                return lt if dn.constant else gt
-            return bld.select(dn, lt, gt)
+        def gt(a, b):
+            return ops.compare(bld, "gt", e, a, b)
 
         out = list(vals)
-        if kind == "reg":
+        if (
+            kind == "reg"
+        ):  # swap = lo > hi sorting up, hi > lo sorting down: one compare of (lo, hi) or (hi, lo)
             for r in range(lay.num_regs):
                 if r >> i & 1:
                     continue
                 p = r | 1 << i
                 lo, hi = vals[r], vals[p]
-                s = swap(lo, hi, r)
+                dn = down(r)
+                if isinstance(dn, ir.Constant):
+                    s = gt(hi, lo) if dn.constant else gt(lo, hi)
+                else:
+                    s = gt(bld.select(dn, hi, lo), bld.select(dn, lo, hi))
                 out[r], out[p] = bld.select(s, hi, lo), bld.select(s, lo, hi)
             return out
         if kind == "lane":
             others = [self.shfl_xor(v, 1 << i) for v in vals]
         else:
             others = self._warp_partner(lay, vals, e, i)
-        upper = self._bit_of((kind, i), 0)  # this thread holds the hi element of each pair
+        # Each side keeps `other` when the pair swaps. The lower side of a pair sorting up swaps when
+        # mine > other, the upper one when other > mine; sorting down flips both: so one compare, its
+        # operands ordered by (upper xor down).
+        upper = self._bit_of((kind, i), 0)
         for r, (mine, other) in enumerate(zip(vals, others, strict=True)):
-            lo, hi = bld.select(upper, other, mine), bld.select(upper, mine, other)
-            out[r] = bld.select(swap(lo, hi, r), other, mine)
+            dn = down(r)
+            if isinstance(dn, ir.Constant):
+                flip = bld.not_(upper) if dn.constant else upper
+            else:
+                flip = bld.xor(upper, dn)
+            take = gt(bld.select(flip, other, mine), bld.select(flip, mine, other))
+            out[r] = bld.select(take, other, mine)
         return out
 
     def _warp_partner(self, lay: Layout, vals: list, e, wbit: int) -> list:
