@@ -71,9 +71,9 @@ fi
 if [ "$stage" = speed ]; then
   # issue 24's table: tutorial-style kernels, the project's own, launch overhead (plain, autotuned, Inductor)
   # and torch.compile models per call, Triton/Inductor and tilec side by side (bench/speed.py); then the GPU
-  # tests of warm launches and of division against Triton's bits
+  # tests of warm launches, of division against Triton's bits, and of tl.sort / tl.gather against torch
   timeout 450 python3 bench/speed.py ${quick:+--quick} --budget-s 330 --json "$OUT/speed.json" --dump "$OUT/speed_ptx.json" --profile 2>&1 | tee "$OUT/speed.log" \
     | grep -v -i warn | tail -45
-  timeout 60 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
-    tests/cuda/test_launch_gpu.py tests/cuda/test_division_gpu.py 2>&1 | tee "$OUT/speed_tests.log" | tail -8
+  timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+    tests/cuda/test_launch_gpu.py tests/cuda/test_division_gpu.py tests/cuda/test_sort_gather.py 2>&1 | tee "$OUT/speed_tests.log" | tail -8
 fi

@@ -1,6 +1,6 @@
-"""Data movement within a tile, built from existing IR ops (reshape, select, reductions): tl.flip, tl.cat,
-tl.sort and tl.topk (a bitonic network of compare-exchange steps) and tl.gather (a one-hot compare and sum,
-so its work is |index| * |src axis|: refused past GATHER_ONEHOT_MAX elements).
+"""Data movement within a tile: tl.flip and tl.cat built from existing IR ops (reshape, select, reductions);
+tl.sort and tl.topk as the `sort` op (a bitonic network of compare-exchange steps) and tl.gather as the
+`gather` op, which each target lowers (cuda directly; cpu through passes/expand_tileops.py).
 
 A size-2 axis is split into its two halves by a select and a sum reduction in the integer bit pattern of
 the elements (x + 0 + ... is exact on integers), so NaN payloads and -0.0 survive every move.
@@ -11,12 +11,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..errors import BudgetExceededError
 from ..ir.types import PointerType, ScalarType, make_type
 from .library import LIB, cx_int, expand_dims, reshape, tensor
 from .semantic import Semantic, Tensor, describe
 
-GATHER_ONEHOT_MAX = 1 << 16  # elements of the one-hot (index x source axis) tile tl.gather builds
 _BITS = {16: "i16", 32: "i32", 64: "i64", 8: "i8"}
 
 
@@ -130,36 +128,15 @@ def cat(sem: Semantic, input: Any, other: Any, can_reorder: Any = False, dim: An
 # ---- sort, topk ------------------------------------------------------------------------------------------
 
 
-def _bitonic(sem: Semantic, t: Tensor, d: int, descending: bool) -> Tensor:
-    """A bitonic sorting network along axis d (size n = 2^k): k(k+1)/2 compare-exchange steps."""
-    n = t.shape[d]
-    k = _log2(sem, n, "tl.sort")
-    pre, post = t.shape[:d], t.shape[d + 1:]
-    for stage in range(1, k + 1):
-        size = 1 << stage
-        for sub in range(stage - 1, -1, -1):
-            j = 1 << sub
-            blocks = n // (2 * j)
-            view = reshape(sem, t, *pre, blocks, 2, j, *post)
-            lo, hi = _halves(sem, view, d + 1)
-            gt, lt = sem.compare(ast.Gt(), lo, hi), sem.compare(ast.Lt(), lo, hi)
-            if size == n:  # the last stage merges the whole axis in one direction
-                swap = lt if descending else gt
-            else:  # earlier stages sort alternate runs of `size` up and down
-                blk = _along(sem, blocks, d, len(view.shape))
-                up = sem.compare(ast.Eq(), sem.binop(ast.BitAnd(), blk, size // (2 * j)), 0)
-                swap = sem.where(up, lt, gt) if descending else sem.where(up, gt, lt)
-            first, second = sem.where(swap, hi, lo), sem.where(swap, lo, hi)
-            t = reshape(sem, _combine(sem, first, second, d + 1), *t.shape)
-    return t
-
-
 def sort(sem: Semantic, x: Any, dim: Any = None, descending: Any = False) -> Tensor:
     t = _movable(sem, x, "tl.sort")
     if not isinstance(descending, (bool, int)):
         raise sem.error(f"descending must be a constexpr bool, got {describe(descending)}")
     d = _axis(sem, dim, len(t.shape))
-    return t if t.shape[d] == 1 else _bitonic(sem, t, d, bool(descending))
+    if t.shape[d] == 1:
+        return t
+    _log2(sem, t.shape[d], "tl.sort")
+    return Tensor(sem.b.op1("sort", [t.value], t.type, axis=d, descending=bool(descending)))
 
 
 def topk(sem: Semantic, x: Any, k: Any, dim: Any = None) -> Tensor:
@@ -183,7 +160,7 @@ def topk(sem: Semantic, x: Any, k: Any, dim: Any = None) -> Tensor:
 
 
 def gather(sem: Semantic, src: Any, index: Any, axis: Any) -> Tensor:
-    """out[.., i, ..] = src[.., index[.., i, ..], ..] along `axis`, by a one-hot compare over src's axis."""
+    """out[.., i, ..] = src[.., index[.., i, ..], ..] along `axis` (the gather op; an index out of range reads 0)."""
     s = _movable(sem, src, "tl.gather src")
     idx = tensor(sem, index, "tl.gather index")
     if not (isinstance(idx.elem, ScalarType) and idx.elem.is_int) or len(idx.shape) != len(s.shape):
@@ -193,19 +170,7 @@ def gather(sem: Semantic, src: Any, index: Any, axis: Any) -> Tensor:
         if i != a and p != q:
             raise sem.error(f"tl.gather index and src must agree off the gather axis: {list(idx.shape)} vs "
                             f"{list(s.shape)}")
-    onehot = idx.shape[:a + 1] + (s.shape[a],) + idx.shape[a + 1:]
-    numel = 1
-    for n in onehot:
-        numel *= n
-    if numel > GATHER_ONEHOT_MAX:
-        raise sem.error(f"tl.gather builds a one-hot tile of {numel} elements ({list(idx.shape)} indices x "
-                        f"{s.shape[a]} sources), over its budget of {GATHER_ONEHOT_MAX}: gather from memory with "
-                        "tl.load(ptr + index) instead", BudgetExceededError)
-    bits = sem.broadcast_to(expand_dims(sem, _to_bits(sem, s), a), onehot)
-    hit = sem.compare(ast.Eq(), expand_dims(sem, idx, a + 1), _along(sem, s.shape[a], a + 1, len(onehot)))
-    picked = sem.where(hit, bits, sem.const(0, bits.elem, onehot))
-    out = Tensor(sem.b.op1("reduce", [picked.value], make_type(idx.shape, bits.elem), kind="sum", axis=a + 1))
-    return _from_bits(sem, out, s.elem)
+    return Tensor(sem.b.op1("gather", [s.value, idx.value], make_type(idx.shape, s.elem), axis=a))
 
 
 LIB.update({"flip": flip, "cat": cat, "sort": sort, "topk": topk, "gather": gather})

@@ -391,6 +391,34 @@ def _scan(op, xs, m):
     return np.flip(out, axis) if reverse else out
 
 
+@_sem("sort")
+def _sort(op, xs, m):
+    """The bitonic network tl.sort runs (so ties, -0.0 and NaNs land where Triton's do): at each step a
+    pair (lo, hi) swaps when lo > hi in a run sorted up, lo < hi in a run sorted down."""
+    x = np.moveaxis(np.array(xs[0], copy=True), op.attrs["axis"], -1)
+    n = x.shape[-1]
+    pos = np.arange(n)
+    for stage in range(1, n.bit_length()):
+        for j in (1 << t for t in range(stage - 1, -1, -1)):
+            lo_at = pos[(pos & j) == 0]
+            hi_at = lo_at | j
+            lo, hi = x[..., lo_at], x[..., hi_at]
+            down = ((lo_at >> stage) & 1).astype(np.bool_) ^ bool(op.attrs.get("descending", False))
+            swap = np.where(down, lo < hi, lo > hi)
+            x[..., lo_at], x[..., hi_at] = np.where(swap, hi, lo), np.where(swap, lo, hi)
+    return np.moveaxis(x, -1, op.attrs["axis"])
+
+
+@_sem("gather")
+def _gather(op, xs, m):
+    src, idx = xs
+    axis = op.attrs["axis"]
+    n = src.shape[axis]
+    ok = (idx >= 0) & (idx < n)
+    picked = np.take_along_axis(src, np.where(ok, idx, 0).astype(np.int64), axis=axis)
+    return np.where(ok, picked, np.zeros((), dtype=src.dtype))
+
+
 def _sequential_scan(x: Array, axis: int, fn: Callable[[Array, Array], Array]) -> Array:
     x = np.moveaxis(x, axis, 0)
     out = np.empty_like(x)

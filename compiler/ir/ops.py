@@ -335,6 +335,28 @@ def _scan(op: Operation) -> None:
     _same_types(op)
 
 
+def _sort(op: Operation) -> None:
+    (x,) = op.operands
+    n = shape_of(x.type)
+    if not 0 <= op.attrs["axis"] < len(n):
+        fail(op, f"axis out of range for {x.type}")
+    if n[op.attrs["axis"]] & (n[op.attrs["axis"]] - 1):
+        fail(op, f"sort needs a power-of-two axis, got {x.type}")
+    _same_types(op)
+
+
+def _gather(op: Operation) -> None:
+    src, idx = op.operands
+    s, i, a = shape_of(src.type), shape_of(idx.type), op.attrs["axis"]
+    if not isinstance(idx.type, TileType) or not idx.type.elem.is_int or len(i) != len(s) or not 0 <= a < len(s):
+        fail(op, f"gather needs an integer index tile of the source's rank, got {src.type} and {idx.type}")
+    if any(p != q for d, (p, q) in enumerate(zip(s, i, strict=True)) if d != a):
+        fail(op, f"gather's index and source must agree off the axis: {src.type} and {idx.type}")
+    t = op.results[0].type
+    if not isinstance(t, TileType) or t.shape != i or t.elem != src.type.elem:
+        fail(op, f"gather's result must be the index's shape in the source's type, got {t}")
+
+
 def _combine_operands(op: Operation) -> list[Type]:
     """The shared shape of a reduce_with/scan_with's operands and the element type of each."""
     shape = shape_of(op.operands[0].type)
@@ -516,6 +538,10 @@ _op("atomic_cas", 3, optional={"sem": str}, verify=_atomic_cas)
 _op("dot", 3, optional={"input_precision": str}, traits=(PURE,), verify=_dot)
 _op("reduce", 1, attrs={"kind": str, "axis": int}, optional={"propagate_nan": bool}, traits=(PURE,), verify=_reduce)
 _op("scan", 1, attrs={"kind": str, "axis": int}, optional={"reverse": bool}, traits=(PURE,), verify=_scan)
+_op("sort", 1, attrs={"axis": int}, optional={"descending": bool}, traits=(PURE,), verify=_sort,
+    doc="the bitonic sorting network along a power-of-two axis (NaNs never swap, as tl.sort)")
+_op("gather", 2, attrs={"axis": int}, traits=(PURE,), verify=_gather,
+    doc="out[.., i, ..] = src[.., index[.., i, ..], ..] along axis (an index out of range reads 0)")
 _op("reduce_with", (1, -1), (1, -1), attrs={"axis": int}, regions=1, verify=_reduce_with,
     doc="reduce one or several tiles of one shape along an axis with the combiner region")
 _op("scan_with", (1, -1), (1, -1), attrs={"axis": int}, optional={"reverse": bool}, regions=1,

@@ -898,8 +898,6 @@ HEAD = "import triton\nimport triton.language as tl\n\n\n"
      "last dimension is 2", 7),
     ("@triton.jit\ndef f(x):\n    if x > 0:\n        return x, x\n    return x\n\n\n@triton.jit\ndef k(p):\n"
      "    tl.store(p, f(tl.load(p)))\n", {"p": "*fp32"}, "return different numbers of values", 7),
-    ("@triton.jit\ndef k(p, B: tl.constexpr):\n    x = tl.zeros([512], tl.float32)\n"
-     "    tl.store(p + tl.arange(0, 512), tl.gather(x, tl.arange(0, 512), 0))\n", {"p": "*fp32"}, "over its budget", 8),
     ("@triton.jit\ndef k(p, n):\n    bp = tl.make_block_ptr(p, (n,), (1,), (0,), (16,), (0,))\n"
      "    x = tl.load(bp, boundary_check=(0,), padding_option='nan')\n", {"p": "*i32", "n": "i32"},
      "floating-point block", 8),

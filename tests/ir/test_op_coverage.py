@@ -266,6 +266,30 @@ SNIPPETS["control-flow-and-calls"] = (
     lambda a: a[1][0] == 10,
 )
 
+SNIPPETS["sort-gather"] = (
+    _kernel(
+        "%x: ptr<f32>, %o: ptr<f32>, %og: ptr<f32>",
+        """
+        %r = make_range {end = 8, start = 0} : tile<8xi32>
+        %p = splat %x : tile<8xptr<f32>>
+        %a = addptr %p, %r : tile<8xptr<f32>>
+        %v = load %a : tile<8xf32>
+        %s = sort %v {axis = 0, descending = true} : tile<8xf32>
+        %q = splat %o : tile<8xptr<f32>>
+        %b = addptr %q, %r : tile<8xptr<f32>>
+        store %b, %s
+        %seven = constant {value = 7} : tile<8xi32>
+        %rev = sub %seven, %r : tile<8xi32>
+        %g = gather %v, %rev {axis = 0} : tile<8xf32>
+        %qg = splat %og : tile<8xptr<f32>>
+        %bg = addptr %qg, %r : tile<8xptr<f32>>
+        store %bg, %g
+        """,
+    ),
+    lambda: [np.array([3, 1, 4, 1, 5, 9, 2, 6], np.float32), np.zeros(8, np.float32), np.zeros(8, np.float32)],
+    lambda a: a[1].tolist() == sorted(a[0].tolist(), reverse=True) and a[2].tolist() == a[0][::-1].tolist(),
+)
+
 SNIPPETS["reduce_with-scan_with"] = (
     _kernel(
         "%x: ptr<f32>, %o: ptr<f32>, %oi: ptr<i32>",

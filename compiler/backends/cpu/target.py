@@ -15,6 +15,7 @@ from llvmlite import ir
 from ...errors import CompileError, ToolError
 from ...ir.core import Function, Module
 from ...ir.types import PointerType, ScalarType
+from ...passes.expand_tileops import expand_sort_gather
 from ...tir import tir_stage
 from ..llvm.loops import counted_loop
 from ..llvm.types import I32, I64, PTR, ll_type
@@ -171,6 +172,7 @@ def emit_object(mod: llvm.ModuleRef, opt_level: int = 3) -> bytes:
 
 
 def llir_stage(module: Module, meta: dict) -> str:
+    expand_sort_gather(module)  # the cpu target lowers sort and gather as plain ops
     ll, info = lower_module(module, meta["kernel_name"])
     meta.update(info)
     return str(ll)

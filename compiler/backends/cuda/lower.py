@@ -25,6 +25,7 @@ from .plan import is_lazy, read_layouts, read_pipeline
 from .reduce import ReduceLowering
 from .shape import ShapeLowering
 from .smem import SharedMemory
+from .sort import SortLowering
 from .tma import TmaLowering
 from .wgmma import WgmmaLowering
 
@@ -38,7 +39,7 @@ LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multipl
 
 
 class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering, WgmmaLowering, MmaLowering,
-                   MemoryLowering, ReduceLowering, ShapeLowering):
+                   MemoryLowering, ReduceLowering, ShapeLowering, SortLowering):
     def __init__(self, fn: Function, sm: int, cg: CudaOptions | None = None):
         self.src = fn
         self.cg = cg or CudaOptions()  # the codegen choices (compile options), read by every mixin

@@ -38,6 +38,7 @@ from ..plan import (
     format_mma,
     is_lazy,
 )
+from ..sort import sort_layout
 
 MMA_KINDS = {("f16", "f32"): ("f16", 16), ("bf16", "f32"): ("bf16", 16), ("i8", "i32"): ("s8", 32), ("u8", "i32"): ("u8", 32),
              ("f8e4nv", "f32"): ("f16", 16), ("f8e5", "f32"): ("f16", 16)}  # fmt: skip
@@ -289,6 +290,10 @@ class GpuLayoutPass:
             self._set(plan, res, plan.natural[src].without_dim(op.attrs["axis"]), True)
         elif name == "scan":
             self._set(plan, res, scan_layout(shape, op.attrs["axis"], self.num_warps), True)
+        elif name == "sort":  # where the operand sits, when its layout carries the axis bit by bit
+            self._set(plan, res, sort_layout(plan.natural[src], op.attrs["axis"], self.num_warps), True)
+        elif name == "gather":  # where the indices sit; the source goes through shared memory
+            self._set(plan, res, plan.natural[op.operands[1]], True)
         elif name == "dot":
             wg = wgmma_spec(op, self.num_warps) if self.wgmma and self.sm >= 90 else None
             spec = mma_spec(op, self.num_warps, self.sm) if wg is None else None
