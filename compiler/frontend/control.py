@@ -57,12 +57,24 @@ class StmtGen(ExprGen):
 
     # ---- blocks and dispatch
     def block(self, stmts: list[ast.stmt]) -> None:
-        for i, s in enumerate(stmts):
-            if self.returned:
-                return
+        """Run `stmts` as a work list. A compile-time construct (a constexpr if, an unrolled loop) splices its
+        statements in front of the rest rather than visiting them in a nested call, so a runtime if with an
+        early return anywhere inside sees the whole rest of the body as its continuation (issue 21: a return
+        under a constexpr if used to end the function for every program)."""
+        work: list[Any] = list(stmts)
+        work.reverse()  # popped from the end
+        while work and not self.returned:
+            s = work.pop()
+            if isinstance(s, _Bind):
+                self.bind(s.target, s.value)
+                continue
             if isinstance(s, ast.If):
-                if self.located(s, self.stmt_If, s, stmts[i + 1 :]):
-                    return
+                self.located(s, self.stmt_If, s, work)
+                continue
+            if isinstance(s, ast.For):
+                unrolled = self.located(s, self.stmt_For, s)
+                if unrolled is not None:
+                    work.extend(reversed(unrolled))
                 continue
             self.stmt(s)
 
@@ -142,12 +154,13 @@ class StmtGen(ExprGen):
         self.returned = True
 
     # ---- if
-    def stmt_If(self, node: ast.If, rest: list[ast.stmt]) -> bool:
-        """Returns True when it consumed `rest` (an early return under a runtime condition)."""
+    def stmt_If(self, node: ast.If, work: list) -> None:
+        """`work` is the rest of the body, reversed (the work list of `block`): a constexpr if puts its chosen
+        branch in front of it; a runtime if with a return takes all of it into both of its branches."""
         cond = self.sem.to_bool(self.expr(node.test))
         if is_const(cond):
-            self.block(node.body if cond else node.orelse)
-            return False
+            work.extend(reversed(node.body if cond else node.orelse))
+            return
         if cond.shape:
             raise self.error(f"an if condition must be a scalar, got a tile of shape {list(cond.shape)} "
                              "(use tl.where for tiles)")
@@ -156,10 +169,11 @@ class StmtGen(ExprGen):
                 self.ctx.at(next(n for s in node.body + node.orelse for n in ast.walk(s) if isinstance(n, ast.Return)))
                 raise self.error("return inside a loop is not supported (guard the rest of the body with an if)",
                                  UnsupportedSyntaxError)
+            rest = work[::-1]
+            work.clear()
             self.tail_if(cond, node.body + rest, node.orelse + rest)
-            return True
+            return
         self.runtime_if(cond, node.body, node.orelse)
-        return False
 
     def branch(self, stmts: list[ast.stmt], before: dict, tail: bool) -> tuple[Block, dict, Any]:
         """Build one branch in a new block; returns the block, its final scope and what it returned."""
@@ -264,7 +278,9 @@ class StmtGen(ExprGen):
         return self.sem.broadcast_to(x, shape_of(t))
 
     # ---- loops
-    def stmt_For(self, node: ast.For) -> None:
+    def stmt_For(self, node: ast.For) -> list | None:
+        """A runtime loop is built here; an unrolled one (static_range, a constant tuple) returns its statements
+        for `block` to run in place of the loop."""
         if node.orelse:
             raise self.error("for/else is not supported", UnsupportedSyntaxError)
         it = node.iter
@@ -302,18 +318,18 @@ class StmtGen(ExprGen):
             raise self.error("range step must not be zero")
         return start, stop, step
 
-    def unroll(self, node: ast.For, seq: Any) -> None:
+    def unroll(self, node: ast.For, seq: Any) -> list:
         n = len(seq)
         budget = self.ctx.budgets.max_unroll
         if n > budget or self.ctx.unrolled + n > budget:
             raise self.error(f"unrolling {n} iterations is over the budget of {budget} unrolled iterations",
                              BudgetExceededError)
         self.ctx.unrolled += n
+        out: list = []
         for v in seq:
-            if self.returned:
-                return
-            self.bind(node.target, v)
-            self.block(node.body)
+            out.append(_Bind(node.target, v))
+            out.extend(node.body)
+        return out
 
     def carried_slots(self, body: list[ast.stmt], exclude: str | None) -> list[Slot]:
         """The loop-carried values: (name, None) for a tensor or number, (name, i) for leaf i of an aggregate
@@ -453,6 +469,15 @@ class StmtGen(ExprGen):
             self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
             return
         raise self.error("cannot settle the types of the loop-carried variables")
+
+
+class _Bind:
+    """A work-list item of an unrolled loop: bind the loop target to this iteration's value."""
+
+    __slots__ = ("target", "value")
+
+    def __init__(self, target: ast.expr, value: Any):
+        self.target, self.value = target, value
 
 
 Slot = tuple[str, "int | None"]  # a carried value: a name, or leaf i of the aggregate a name holds
