@@ -54,6 +54,8 @@ class StmtGen(ExprGen):
         self.return_value: Any = None
         self.cf_depth = 0
         self.tail_ok = True
+        self.frame_done: str | None = None  # in the body of a runtime loop that returns: its hidden done flag
+        self.frames = 0
 
     # ---- blocks and dispatch
     def block(self, stmts: list[ast.stmt]) -> None:
@@ -72,9 +74,12 @@ class StmtGen(ExprGen):
                 self.located(s, self.stmt_If, s, work)
                 continue
             if isinstance(s, ast.For):
-                unrolled = self.located(s, self.stmt_For, s)
+                unrolled = self.located(s, self.stmt_For, s, work)
                 if unrolled is not None:
                     work.extend(reversed(unrolled))
+                continue
+            if isinstance(s, ast.While):
+                self.located(s, self.stmt_While, s, work)
                 continue
             self.stmt(s)
 
@@ -147,6 +152,13 @@ class StmtGen(ExprGen):
         device_assert(self.sem, self.expr(node.test), msg if is_const(msg) else "")
 
     def stmt_Return(self, node: ast.Return) -> None:
+        if self.frame_done is not None:  # leave the loop: set its done flag and end this path of the iteration
+            if node.value is not None:
+                raise self.error("a return with a value inside a runtime loop is not supported (carry the value "
+                                 "out of the loop and return it after)", UnsupportedSyntaxError)
+            self.scope[self.frame_done] = True
+            self.returned = True
+            return
         if self.cf_depth > 0 and not self.tail_ok:
             raise self.error("return inside a loop is not supported (guard the rest of the body with an if)",
                              UnsupportedSyntaxError)
@@ -171,7 +183,10 @@ class StmtGen(ExprGen):
                                  UnsupportedSyntaxError)
             rest = work[::-1]
             work.clear()
-            self.tail_if(cond, node.body + rest, node.orelse + rest)
+            if self.frame_done is not None:  # in a returning loop's body: the rest is the rest of this iteration
+                self.runtime_if(cond, node.body + rest, node.orelse + rest, tail=True)
+            else:
+                self.tail_if(cond, node.body + rest, node.orelse + rest)
             return
         self.runtime_if(cond, node.body, node.orelse)
 
@@ -189,10 +204,10 @@ class StmtGen(ExprGen):
             self.cf_depth -= 1
             self.scope, self.returned, self.tail_ok, self.return_value = saved
 
-    def runtime_if(self, cond: Tensor, body: list, orelse: list) -> None:
+    def runtime_if(self, cond: Tensor, body: list, orelse: list, tail: bool = False) -> None:
         before = dict(self.scope)
-        then_blk, then_scope, _ = self.branch(body, before, False)
-        else_blk, else_scope, _ = self.branch(orelse, before, False)
+        then_blk, then_scope, _ = self.branch(body, before, tail)
+        else_blk, else_scope, _ = self.branch(orelse, before, tail)
         merged: list[tuple[Slot, Type]] = []
         after = dict(before)
         for name in [n for n in then_scope if n in else_scope]:
@@ -278,7 +293,7 @@ class StmtGen(ExprGen):
         return self.sem.broadcast_to(x, shape_of(t))
 
     # ---- loops
-    def stmt_For(self, node: ast.For) -> list | None:
+    def stmt_For(self, node: ast.For, work: list | None = None) -> list | None:
         """A runtime loop is built here; an unrolled one (static_range, a constant tuple) returns its statements
         for `block` to run in place of the loop."""
         if node.orelse:
@@ -288,7 +303,10 @@ class StmtGen(ExprGen):
             fn = self.expr(it.func)
             args, kwargs = self.call_args(it)
             if fn == Builtin("range") or fn == QualName("triton.language.range"):
-                return self.runtime_for(node, *self.range_args(args, kwargs, static=False))
+                bounds = self.range_args(args, kwargs, static=False)
+                if work is not None and contains_return(node.body):
+                    return self.returning_loop(node, work, bounds)
+                return self.runtime_for(node, *bounds)
             if fn == QualName("triton.language.static_range"):
                 return self.unroll(node, range(*self.range_args(args, kwargs, static=True)))
             seq = None
@@ -432,9 +450,114 @@ class StmtGen(ExprGen):
             self.cf_depth -= 1
             self.scope, self.tail_ok = saved
 
-    def stmt_While(self, node: ast.While) -> None:
+    # ---- loops whose body returns
+    def returning_loop(self, node: ast.For | ast.While, work: list, bounds: tuple | None) -> None:
+        """A runtime for/while whose body returns (Python semantics, as Triton's interpreter runs it; Triton's
+        compiler refuses it): a while loop carrying a hidden done flag (and, for a for loop, its induction
+        variable). A return in the body sets the flag and ends that path of the iteration; the loop stops
+        when the flag is set; after it, `if done: return` takes the rest of the body as its continuation."""
+        k = self.frames
+        done, iv, stop, step = f"$done{k}", f"$iv{k}", f"$stop{k}", f"$step{k}"
+        self.scope[done] = False
+        target = None
+        forced: dict[Slot, Type] = {(done, None): i1}
+        carried: list[Slot] = [(done, None)]
+        if bounds is not None:
+            if not isinstance(node.target, ast.Name):
+                raise self.error("the target of a runtime loop must be a name", UnsupportedSyntaxError)
+            target = node.target.id
+            tensors = [self.sem.to_tensor(v) for v in bounds]
+            bt = tensors[0].elem
+            for b in tensors[1:]:
+                bt = int_promote(bt, b.elem)
+            bt = ScalarType("i32") if bt.is_bool else bt
+            self.scope[iv] = self.sem.cast(tensors[0], bt)
+            self.scope[stop] = self.sem.cast(tensors[1], bt)
+            self.scope[step] = bounds[2] if is_const(bounds[2]) else self.sem.cast(tensors[2], bt)
+            forced[(iv, None)] = bt
+            carried.append((iv, None))
+        carried += self.carried_slots(node.body, target)
+        for _attempt in range(6):
+            types = self.loop_types(carried, forced)
+            inits = [self.coerce(_get(self.scope, s), t) for s, t in zip(carried, types, strict=False)]
+            before = Block(list(types))
+            cond_scope = _put(self.scope, carried, [Tensor(a) for a in before.args])
+            with self.b.at_end(before):
+                c = self.frame_condition(node, cond_scope, done, iv, stop, step)
+                self.b.create("condition", [c.value, *before.args], [])
+            after = Block(list(types))
+            entry = [Tensor(a) for a in after.args]
+            body_scope = _put(self.scope, carried, entry)
+            if target is not None:
+                body_scope[target] = body_scope[iv]
+            after, out = self.frame_body(after, node.body, body_scope, done)
+            if target is not None:
+                with self.b.at_end(after):
+                    out[iv] = self.sem.binop(ast.Add(), body_scope[iv], self.scope[step])
+            self.check_unchanged(out, assigned_names(node.body), carried + [(target or "", None)])
+            drop: list[Slot] = []
+            if not self.body_yields(carried, types, out, forced, drop, entry):
+                carried = [s for s in carried if s not in drop]
+                continue
+            with self.b.at_end(after):
+                self.b.create("yield", [self.coerce(_get(out, s), t).value for s, t in zip(carried, types, strict=False)],
+                              [])
+            op = self.b.insert(Operation("while", [v.value for v in inits], types, regions=[Region(before),
+                                                                                            Region(after)]))
+            self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
+            work.append(_synth("if D:\n    return", node, D=done))
+            return
+        raise self.error("cannot settle the types of the loop-carried variables")
+
+    def frame_condition(self, node: ast.For | ast.While, scope: dict, done: str, iv: str, stop: str,
+                        step: str) -> Tensor:
+        """The returning loop's condition: not done, and (for) the induction variable within range / (while) the
+        loop's own test, evaluated only while not done (it may have side effects, e.g. an atomic)."""
+        saved = self.scope
+        self.scope = scope
+        try:
+            if isinstance(node, ast.For):
+                s = scope[step]
+                test = "I < S" if is_const(s) and s > 0 else "I > S" if is_const(s) else \
+                    "(T > 0 and I < S) or (T < 0 and I > S)"
+                c = self.expr(_synth(f"not D and ({test})", node, D=done, I=iv, S=stop, T=step))
+                return self.sem.to_tensor(self.sem.to_bool(c))
+            d = scope[done]
+            if is_const(d):
+                return self.while_test(node) if not d else self.sem.to_tensor(False)
+            then_blk, else_blk = Block(), Block()
+            with self.b.at_end(then_blk):
+                c = self.while_test(node)
+            not_done = self.sem.to_tensor(self.expr(_synth("not D", node, D=done)))
+            return self.close_if(not_done, (then_blk, [c]), (else_blk, [False]), [i1])[0]
+        finally:
+            self.scope = saved
+
+    def while_test(self, node: ast.While) -> Tensor:
+        c = self.sem.to_tensor(self.sem.to_bool(self.expr(node.test)))
+        if c.shape or c.elem != i1:
+            raise self.error(f"a while condition must be a scalar, got {describe(c)}")
+        return c
+
+    def frame_body(self, blk: Block, body: list[ast.stmt], scope: dict, done: str) -> tuple[Block, dict]:
+        saved = (self.scope, self.tail_ok, self.returned, self.frame_done)
+        self.scope, self.tail_ok, self.returned, self.frame_done = scope, True, False, done
+        self.cf_depth += 1
+        self.frames += 1
+        try:
+            with self.b.at_end(blk):
+                self.block(body)
+            return blk, self.scope
+        finally:
+            self.cf_depth -= 1
+            self.frames -= 1
+            self.scope, self.tail_ok, self.returned, self.frame_done = saved
+
+    def stmt_While(self, node: ast.While, work: list | None = None) -> None:
         if node.orelse:
             raise self.error("while/else is not supported", UnsupportedSyntaxError)
+        if work is not None and contains_return(node.body):
+            return self.returning_loop(node, work, None)
         carried = self.carried_slots(node.body, None)
         forced: dict[Slot, Type] = {}
         for _attempt in range(6):
@@ -480,7 +603,21 @@ class _Bind:
         self.target, self.value = target, value
 
 
-Slot = tuple[str, "int | None"]  # a carried value: a name, or leaf i of the aggregate a name holds
+Slot = tuple[str, "int | None"]
+
+
+def _synth(text: str, at: ast.AST, **names: str) -> Any:
+    """A statement or expression made by the compiler (names may be hidden ones such as `$done0`), located at `at`."""
+    tree = ast.parse(text).body[0]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in names:
+            n.id = names[n.id]
+    if isinstance(tree, ast.Expr):
+        tree = tree.value
+    for n in ast.walk(tree):
+        ast.copy_location(n, at)
+        n.end_lineno, n.end_col_offset = getattr(at, "end_lineno", None), getattr(at, "end_col_offset", None)
+    return tree  # a carried value: a name, or leaf i of the aggregate a name holds
 
 
 def _get(scope: dict, slot: Slot) -> Any:
