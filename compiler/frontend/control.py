@@ -190,6 +190,26 @@ class StmtGen(ExprGen):
             return
         self.runtime_if(cond, node.body, node.orelse)
 
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if c else b` under a runtime scalar `c` evaluates only the arm taken, as Python and Triton do (an
+        if op yielding the value); before, both arms ran and tl.where picked, so a load or an atomic in the arm
+        not taken still happened. A tile condition stays an elementwise select."""
+        c = self.sem.to_bool(self.expr(node.test))
+        if is_const(c):
+            return self.expr(node.body) if c else self.expr(node.orelse)
+        if c.shape:
+            return self.sem.where(c, self.expr(node.body), self.expr(node.orelse))
+        then_blk, else_blk = Block(), Block()
+        with self.b.at_end(then_blk):
+            a = self.expr(node.body)
+        with self.b.at_end(else_blk):
+            b = self.expr(node.orelse)
+        if not (is_numberlike(a) and is_numberlike(b)):
+            raise self.error(f"the arms of a conditional expression under a runtime condition must be tensors or "
+                             f"numbers, not {describe(a)} / {describe(b)}")
+        t = self.merge_type("the conditional expression", a, b)
+        return self.close_if(c, (then_blk, [a]), (else_blk, [b]), [t])[0]
+
     def branch(self, stmts: list[ast.stmt], before: dict, tail: bool) -> tuple[Block, dict, Any]:
         """Build one branch in a new block; returns the block, its final scope and what it returned."""
         blk = Block()

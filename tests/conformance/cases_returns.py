@@ -1,7 +1,8 @@
-"""Conformance cases for early exits (issue 21): a `return` under runtime ifs that sit in compile-time ifs,
-in `tl.static_range` and constant-tuple bodies, in runtime for/while loops, in helpers; code after such a
-return; several returns on different paths. Each case failed before the fix (wrong results with no error,
-or a compile error for a kernel Triton's interpreter runs).
+"""Conformance cases for control flow the frontend rewrites (issue 21): early exits (a `return` under runtime
+ifs that sit in compile-time ifs, in `tl.static_range` and constant-tuple bodies, in runtime for/while
+loops, in helpers; code after such a return; several returns on different paths) and conditional
+expressions under a runtime condition. Each case failed before its fix (wrong results with no error, or
+a compile error for a kernel Triton's interpreter runs).
 
 Every kernel here was also run under Triton's interpreter (TRITON_INTERPRET=1) with the same inputs: the
 NumPy references say what it computes (tests/fuzz checks the same class against the interpreter itself).
@@ -228,11 +229,44 @@ def _first_hit(m: np.ndarray, rows: int, cols: int, step: int) -> int:
     return -1000
 
 
+# a conditional expression under a runtime condition runs only the arm taken: the atomic happens in one
+# program, and the load past the end of x is never made (both arms used to run, then tl.where picked)
+IFEXP_ARM_TAKEN = src("""
+@triton.jit
+def ifexp_arm_taken(count_ptr, x_ptr, out_ptr, n):
+    pid = tl.program_id(0)
+    r = tl.atomic_add(count_ptr, 1) if pid == 0 else -1
+    v = tl.load(x_ptr + pid) if pid < n else 0.5
+    tl.store(out_ptr + pid, v + r)
+""")
+
+
+def _ifexp_ref(a: list) -> dict:
+    n, out = a[3], a[2].copy()
+    out[:n] = a[1][:n] - 1
+    out[0] = a[1][0]
+    out[n:] = 0.5 - 1
+    return {0: np.array([1], np.int32), 2: out}
+
+
 def _rows(r: np.random.Generator, lo: int, hi: int, n: int, dtype=np.int32) -> np.ndarray:
     return r.integers(lo, hi, ROWS * n).astype(dtype)
 
 
 CASES = [
+    Case(
+        "ifexp_runtime_arm_taken",
+        IFEXP_ARM_TAKEN,
+        "ifexp_arm_taken",
+        lambda r: [
+            np.zeros(1, np.int32),
+            r.standard_normal(5).astype(np.float32),
+            np.zeros(8, np.float32),
+            5,
+        ],
+        (8,),
+        _ifexp_ref,
+    ),
     Case(
         "ret_in_constexpr_if",
         RET_IN_CONSTEXPR_IF,

@@ -29,7 +29,10 @@ PROGRAMS = 3
 N_VALID = PROGRAMS * BLOCK - 5  # the last program has masked-off lanes
 SLOTS = 6  # tile stores per kind
 SCALAR_SLOTS = 4
-ATOMIC_SLOTS = 4
+ATOMIC_SLOTS = 8
+# each atomic kind has its own slots: kinds mixed on one address would make the result depend on the order
+# of the programs, which the cpu target does not fix
+ATOMIC_BASE = {"atomic_add": 0, "atomic_max": 2, "atomic_min": 4, "atomic_or": 6, "atomic_xor": 7}
 HEADER = "import triton\nimport triton.language as tl\n\n\n"
 PARAMS = "xf_ptr, yf_ptr, xi_ptr, yi_ptr, of_ptr, oi_ptr, os_ptr, oa_ptr, n, s"
 
@@ -308,7 +311,7 @@ class _Gen:
         return out
 
     def stmt(self, depth: int, top: bool, in_loop: bool) -> list[str]:
-        kinds = ["assign_i", "assign_f", "assign_s", "store_i", "store_f", "store_s", "atomic"]
+        kinds = ["assign_i", "assign_f", "assign_s", "store_i", "store_f", "store_s", "atomic", "ifexp"]
         if depth > 0:
             kinds += ["rif", "rif", "cif", "for", "static", "while", "ret"]
         kind = self.pick(kinds)
@@ -349,12 +352,21 @@ class _Gen:
             return [f"tl.store(os_ptr + pid * {SCALAR_SLOTS} + {self.s_slot}, {self.sexpr(2)})"]
         if kind == "atomic":
             self.cats.add("atomic")
-            fn = self.pick(["atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_xor"])
+            fn = self.pick(list(ATOMIC_BASE))
+            base = ATOMIC_BASE[fn]
+            width = 2 if fn in ("atomic_add", "atomic_max", "atomic_min") else 1
             if self.coin(0.5):
                 return [
-                    f"tl.{fn}(oa_ptr + ({self.iexpr(0)} & {ATOMIC_SLOTS - 1}), {self.iexpr(1)}, mask=mask)"
+                    f"tl.{fn}(oa_ptr + {base} + ({self.iexpr(0)} & {width - 1}), {self.iexpr(1)}, mask=mask)"
                 ]
-            return [f"tl.{fn}(oa_ptr + {self.pick(range(ATOMIC_SLOTS))}, {self.sexpr(1)})"]
+            return [f"tl.{fn}(oa_ptr + {base}, {self.sexpr(1)})"]
+        if kind == "ifexp":  # a conditional expression: only the arm taken runs (a load, an atomic)
+            self.cats.add("ifexp")
+            if self.coin(0.5):
+                name = self.pick(self.it)
+                load = f"tl.load(xi_ptr + offs + {self.sexpr(0)} * 0, mask=mask, other=5)"
+                return [f"{name} = {load} if {self.cond()} else {self.iexpr(1)}"]
+            return [f"k = (tl.atomic_add(oa_ptr + 1, 1) * 0 + k) if {self.cond()} else {self.sexpr(1)}"]
         if kind == "ret":
             if in_loop and not self.loop_returns:
                 return ["pass"]
