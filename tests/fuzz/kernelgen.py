@@ -125,6 +125,7 @@ class _Gen:
                 "mixed",
                 "abs",
                 "ftoi8",
+                "tile2d",
             ]
         )
         a = self.iexpr(depth - 1)
@@ -140,6 +141,37 @@ class _Gen:
         if kind == "shift":
             self.cats.add("shift")
             return f"({a} {self.pick(['<<', '>>'])} ({self.iexpr(0)} & 7))"
+        if kind in ("narrow", "unsigned", "mixed", "abs", "ftoi8", "tile2d"):
+            return self.iexpr_more(kind, a)
+        if kind == "cast":
+            self.cats.add("cast-int")
+            t = self.pick(["tl.int8", "tl.uint8", "tl.int16", "tl.uint16", "tl.int64", "tl.uint32"])
+            return f"{a}.to({t}).to(tl.int32)"
+        if kind == "where":
+            self.cats.add("where")
+            return f"tl.where({self.bexpr()}, {a}, {self.iexpr(depth - 1)})"
+        if kind == "minmax":
+            return f"tl.{self.pick(['minimum', 'maximum'])}({a}, {self.iexpr(depth - 1)})"
+        if kind == "cmp":
+            return f"({self.bexpr()}).to(tl.int32)"
+        if kind == "scalar":
+            return f"({a} {self.pick(['+', '-', '*'])} {self.sexpr(1)})"
+        if kind == "cumsum":
+            self.cats.add("cumsum")
+            return f"tl.cumsum({a}, 0)"
+        if kind == "ftoi":
+            self.cats.add("cast-float")
+            f = self.fexpr(1, exact=True)
+            # float -> int is undefined for NaN and out-of-range values in LLVM: keep it defined
+            return f"tl.where({f} == {f}, tl.minimum(tl.maximum({f}, -1.0e9), 1.0e9), 0.0).to(tl.int32)"
+        if self.helpers:
+            self.cats.add("helper")
+            h = self.pick(self.helpers)
+            return f"{h}({a}, {self.sexpr(0)}, {self.pick(['True', 'False'])})"
+        return a
+
+    def iexpr_more(self, kind: str, a: str) -> str:
+        """The int32 tile expressions over other integer types, casts from floats and 2-D views."""
         if kind == "narrow":  # arithmetic in another integer type, which wraps there, then widened back
             self.cats.add("int-types")
             t = self.pick(["tl.int8", "tl.uint8", "tl.int16", "tl.uint16", "tl.int64", "tl.uint32"])
@@ -170,6 +202,21 @@ class _Gen:
             if op == "max":
                 return f"tl.maximum({a}.to({t}), {b}).to(tl.int32)"
             return f"({a}.to({t}) {op} {b}).to(tl.int32)"
+        if (
+            kind == "tile2d"
+        ):  # the tile as 4 x 4 (masked-off lanes zeroed): reduce or scan a row or column, or
+            # transpose, and back to 16 lanes
+            self.cats.add("tile-2d")
+            m = f"tl.reshape(tl.where(mask, {a}, 0), (4, 4))"
+            how = self.pick(["trans", "row", "col", "scan"])
+            if how == "trans":
+                return f"tl.reshape(tl.trans({m}), (16,))"
+            if how == "scan":
+                return f"tl.reshape(tl.cumsum({m}, axis={self.pick([0, 1])}), (16,))"
+            fn = self.pick(["sum", "max", "min", "xor_sum"])
+            r = f"tl.{fn}({m}, axis={1 if how == 'row' else 0})"
+            idx = "[:, None]" if how == "row" else "[None, :]"
+            return f"tl.reshape(tl.broadcast_to({r}{idx}, (4, 4)), (16,))"
         if kind == "abs":
             return f"tl.abs({a})"
         if kind == "ftoi8":  # float to a narrow integer, in range: truncation toward zero
@@ -178,32 +225,7 @@ class _Gen:
             t = self.pick(["tl.int8", "tl.uint8", "tl.int16"])
             lo = "0.0" if t == "tl.uint8" else "-100.0"
             return f"tl.where({f} == {f}, tl.minimum(tl.maximum({f}, {lo}), 100.0), 0.0).to({t}).to(tl.int32)"
-        if kind == "cast":
-            self.cats.add("cast-int")
-            t = self.pick(["tl.int8", "tl.uint8", "tl.int16", "tl.uint16", "tl.int64", "tl.uint32"])
-            return f"{a}.to({t}).to(tl.int32)"
-        if kind == "where":
-            self.cats.add("where")
-            return f"tl.where({self.bexpr()}, {a}, {self.iexpr(depth - 1)})"
-        if kind == "minmax":
-            return f"tl.{self.pick(['minimum', 'maximum'])}({a}, {self.iexpr(depth - 1)})"
-        if kind == "cmp":
-            return f"({self.bexpr()}).to(tl.int32)"
-        if kind == "scalar":
-            return f"({a} {self.pick(['+', '-', '*'])} {self.sexpr(1)})"
-        if kind == "cumsum":
-            self.cats.add("cumsum")
-            return f"tl.cumsum({a}, 0)"
-        if kind == "ftoi":
-            self.cats.add("cast-float")
-            f = self.fexpr(1, exact=True)
-            # float -> int is undefined for NaN and out-of-range values in LLVM: keep it defined
-            return f"tl.where({f} == {f}, tl.minimum(tl.maximum({f}, -1.0e9), 1.0e9), 0.0).to(tl.int32)"
-        if self.helpers:
-            self.cats.add("helper")
-            h = self.pick(self.helpers)
-            return f"{h}({a}, {self.sexpr(0)}, {self.pick(['True', 'False'])})"
-        return a
+        raise AssertionError(kind)
 
     def bexpr(self) -> str:
         """An i1 tile: comparisons of ints, or of floats made exactly (NaN compares false but for !=)."""
@@ -296,7 +318,18 @@ class _Gen:
             self.cats.add("int-divmod")
             return f"({a} {self.pick(['//', '%'])} {self.pick(['3', '-4', '(s % 3 - 4)'])})"
         self.cats.add("masked-reduce")
-        fn, neutral = self.pick([("sum", "0"), ("max", "-1000000"), ("min", "1000000")])
+        fn, neutral = self.pick(
+            [
+                ("sum", "0"),
+                ("max", "-1000000"),
+                ("min", "1000000"),
+                ("argmax", "-1000000"),
+                ("argmin", "1000000"),
+            ]
+        )
+        if fn.startswith("arg"):  # ties: the first index
+            self.cats.add("argminmax")
+            return f"tl.{fn}(tl.where(mask, {self.iexpr(1)} & 7, {neutral}), 0).to(tl.int32)"
         return f"tl.{fn}(tl.where(mask, {self.iexpr(1)}, {neutral}), 0)"
 
     def cond(self) -> str:
