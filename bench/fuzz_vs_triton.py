@@ -66,7 +66,11 @@ def main() -> int:
             continue
         for t in targets:
             res = run_triton_interpreter(prog, inputs) if t == "triton-interp" else run_tilec(prog, inputs, t)
-            why = res.error if res.outputs is None else compare(prog, oracle.outputs, res.outputs)
+            why = (
+                res.error
+                if res.outputs is None
+                else compare(prog, oracle.outputs, res.outputs, fused=args.gpu)
+            )
             if why is None:
                 agree[t] += 1
                 continue

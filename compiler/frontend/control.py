@@ -12,7 +12,8 @@ from ..ir import Block, Operation, Region
 from ..ir.types import ScalarType, Type, elem_type, i1, make_type, shape_of
 from .codegen import Builtin, ExprGen, QualName, is_numberlike, wrap_internal
 from .library import device_assert
-from .semantic import Aggregate, Tensor, describe, is_const
+from .reader import is_constexpr_annotation
+from .semantic import Aggregate, Tensor, describe, is_const, is_number
 from .types import int_promote, literal_type, promote_weak
 
 _UNSUPPORTED_STMTS = {
@@ -118,20 +119,34 @@ class StmtGen(ExprGen):
         self.expr(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        value = self.expr(node.value)
+        value = self.as_assigned(self.expr(node.value))
         for t in node.targets:
             self.bind(t, value)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.bind(node.target, self.expr(node.value))
+        if node.value is None:
+            return
+        value = self.expr(node.value)
+        if not is_constexpr_annotation(node.annotation, self.ctx.mod):
+            value = self.as_assigned(value)
+        self.bind(node.target, value)
+
+    def as_assigned(self, value: Any) -> Any:
+        """What a name holds after `name = value`: as in Triton, a Python number becomes a scalar tensor of its
+        literal type (i32, i64, f32, i1), so later arithmetic on the name is the tensor's (`t = 3; t // -4` is
+        0, C's division, not Python's -1); only `name: tl.constexpr = value` keeps a compile-time number."""
+        if is_number(value):
+            return self.sem.to_tensor(value)
+        if isinstance(value, tuple):
+            return tuple(self.sem.to_tensor(v) if is_number(v) else v for v in value)
+        return value
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
             raise self.error("only names can be updated with an augmented assignment (use tl.store for memory)",
                              UnsupportedSyntaxError)
         cur = self.lookup_name(node.target.id)
-        self.scope[node.target.id] = self.sem.binop(node.op, cur, self.expr(node.value))
+        self.scope[node.target.id] = self.as_assigned(self.sem.binop(node.op, cur, self.expr(node.value)))
 
     def bind(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):

@@ -37,7 +37,37 @@ def _fmod_inputs(r: np.random.Generator) -> list:
     return [x, y, np.zeros(96, np.float32)]
 
 
+# a Python number assigned to a name is a scalar tensor of its literal type in Triton (its code generator
+# and its interpreter both convert at the assignment), so arithmetic on the name is C's and wraps; tilec kept
+# a compile-time Python number, so `t // -4` floored and `big + 1` did not wrap
+ASSIGNED_NUMBER = src("""
+@triton.jit
+def assigned_number(out_ptr, s):
+    t = 3
+    u = -7
+    big = 2147483647
+    w = 5
+    w += s
+    c: tl.constexpr = -7
+    tl.store(out_ptr + 0, t // -4)
+    tl.store(out_ptr + 1, u % 3)
+    tl.store(out_ptr + 2, (big + 1) // 2)
+    tl.store(out_ptr + 3, w // -4)
+    tl.store(out_ptr + 4, c % 3)
+    for q in tl.static_range(-3, 0):
+        tl.store(out_ptr + 8 + q, q // 2)
+""")
+
 CASES = [
+    Case(
+        "fuzz_assigned_number_is_a_tensor",
+        ASSIGNED_NUMBER,
+        "assigned_number",
+        lambda r: [np.zeros(8, np.int32), 2],
+        (1,),
+        # C division for assigned names (also after +=), Python's for a constexpr and a static_range variable
+        lambda a: {0: np.array([0, -1, -(2**30), -1, 2, -2, -1, -1], np.int32)},
+    ),
     Case(
         "fuzz_float_mod_is_fmod", FLOAT_MOD_IS_FMOD, "float_mod", _fmod_inputs, (1,), _fmod_ref, {"BLOCK": 32}
     ),

@@ -441,9 +441,12 @@ class _Gen:
             lo, hi = self.pick(
                 [("0", "C"), ("0", "(s % 3 + 1)"), ("pid", "3"), ("s", "2"), ("0", "(pid + 1)")]
             )
-            self.sc.append(var)
+            # Triton's interpreter iterates a runtime range with Python ints, so `r // -4` floors there and
+            # truncates on a GPU (an i32 induction variable; tilec too): the kernels use the variable as a tensor
+            use = f"({var} + pid * 0)"
+            self.sc.append(use)
             body = self.stmts(depth - 1, False, True, self.pick([1, 2, 3]))
-            self.sc.remove(var)
+            self.sc.remove(use)
             rng = self.pick(["range", "tl.range"])
             return [f"for {var} in {rng}({lo}, {hi}):", *self.indent(body)]
         self.cats.add("runtime-loop")
