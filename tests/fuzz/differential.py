@@ -16,6 +16,7 @@ import atexit
 import importlib.util
 import multiprocessing
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -27,7 +28,8 @@ import numpy as np
 from .kernelgen import BLOCK, OUTPUTS, PROGRAMS, SLOTS, Program
 
 GRID = (PROGRAMS,)
-_TMP = Path(tempfile.mkdtemp(prefix="tilec_fuzz_"))
+_TMP = Path(tempfile.mkdtemp(prefix="tilec_fuzz_"))  # Triton reads a kernel's source from its file
+atexit.register(shutil.rmtree, _TMP, True)
 _COUNT = [0]
 
 
