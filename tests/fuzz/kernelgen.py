@@ -135,7 +135,17 @@ class _Gen:
             self.cats.add("int-divmod")
             op = self.pick(["//", "%"])
             d = self.pick(
-                [f"(({self.iexpr(0)} & 7) + 1)", f"(-(({self.iexpr(0)} & 7) + 2))", "3", "-5", "(s % 3 + 4)"]
+                [
+                    f"(({self.iexpr(0)} & 7) + 1)",
+                    f"(-(({self.iexpr(0)} & 7) + 2))",
+                    "3",
+                    "-5",
+                    "(s % 3 + 4)",
+                    "2",
+                    "8",
+                    "-4",
+                    "16",
+                ]
             )
             return f"({a} {op} {d})"
         if kind == "shift":
@@ -151,6 +161,10 @@ class _Gen:
             self.cats.add("where")
             return f"tl.where({self.bexpr()}, {a}, {self.iexpr(depth - 1)})"
         if kind == "minmax":
+            if self.coin(0.3):  # the high half of an unsigned product
+                return f"tl.umulhi({a}.to(tl.uint32), {self.iexpr(depth - 1)}.to(tl.uint32)).to(tl.int32)"
+            if self.coin(0.3):  # a select under a scalar condition
+                return f"tl.where({self.cond()}, {a}, {self.iexpr(depth - 1)})"
             return f"tl.{self.pick(['minimum', 'maximum'])}({a}, {self.iexpr(depth - 1)})"
         if kind == "cmp":
             return f"({self.bexpr()}).to(tl.int32)"
@@ -316,7 +330,7 @@ class _Gen:
             return f"({a} {self.pick(['+', '-', '*'])} {self.sexpr(depth - 1)})"
         if kind == "divmod":
             self.cats.add("int-divmod")
-            return f"({a} {self.pick(['//', '%'])} {self.pick(['3', '-4', '(s % 3 - 4)'])})"
+            return f"({a} {self.pick(['//', '%'])} {self.pick(['3', '-4', '(s % 3 - 4)', '2', '8', '-16'])})"
         self.cats.add("masked-reduce")
         fn, neutral = self.pick(
             [
