@@ -12,7 +12,8 @@ from ..ir import Block, Operation, Region
 from ..ir.types import ScalarType, Type, elem_type, i1, make_type, shape_of
 from .codegen import Builtin, ExprGen, QualName, is_numberlike, wrap_internal
 from .library import device_assert
-from .semantic import Aggregate, Tensor, describe, is_const
+from .reader import is_constexpr_annotation
+from .semantic import Aggregate, Tensor, describe, is_const, is_number
 from .types import int_promote, literal_type, promote_weak
 
 _UNSUPPORTED_STMTS = {
@@ -54,15 +55,32 @@ class StmtGen(ExprGen):
         self.return_value: Any = None
         self.cf_depth = 0
         self.tail_ok = True
+        self.frame_done: str | None = None  # in the body of a runtime loop that returns: its hidden done flag
+        self.frames = 0
 
     # ---- blocks and dispatch
     def block(self, stmts: list[ast.stmt]) -> None:
-        for i, s in enumerate(stmts):
-            if self.returned:
-                return
+        """Run `stmts` as a work list. A compile-time construct (a constexpr if, an unrolled loop) splices its
+        statements in front of the rest rather than visiting them in a nested call, so a runtime if with an
+        early return anywhere inside sees the whole rest of the body as its continuation (issue 21: a return
+        under a constexpr if used to end the function for every program)."""
+        work: list[Any] = list(stmts)
+        work.reverse()  # popped from the end
+        while work and not self.returned:
+            s = work.pop()
+            if isinstance(s, _Bind):
+                self.bind(s.target, s.value)
+                continue
             if isinstance(s, ast.If):
-                if self.located(s, self.stmt_If, s, stmts[i + 1 :]):
-                    return
+                self.located(s, self.stmt_If, s, work)
+                continue
+            if isinstance(s, ast.For):
+                unrolled = self.located(s, self.stmt_For, s, work)
+                if unrolled is not None:
+                    work.extend(reversed(unrolled))
+                continue
+            if isinstance(s, ast.While):
+                self.located(s, self.stmt_While, s, work)
                 continue
             self.stmt(s)
 
@@ -101,20 +119,34 @@ class StmtGen(ExprGen):
         self.expr(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        value = self.expr(node.value)
+        value = self.as_assigned(self.expr(node.value))
         for t in node.targets:
             self.bind(t, value)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.bind(node.target, self.expr(node.value))
+        if node.value is None:
+            return
+        value = self.expr(node.value)
+        if not is_constexpr_annotation(node.annotation, self.ctx.mod):
+            value = self.as_assigned(value)
+        self.bind(node.target, value)
+
+    def as_assigned(self, value: Any) -> Any:
+        """What a name holds after `name = value`: as in Triton, a Python number becomes a scalar tensor of its
+        literal type (i32, i64, f32, i1), so later arithmetic on the name is the tensor's (`t = 3; t // -4` is
+        0, C's division, not Python's -1); only `name: tl.constexpr = value` keeps a compile-time number."""
+        if is_number(value):
+            return self.sem.to_tensor(value)
+        if isinstance(value, tuple):
+            return tuple(self.sem.to_tensor(v) if is_number(v) else v for v in value)
+        return value
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
             raise self.error("only names can be updated with an augmented assignment (use tl.store for memory)",
                              UnsupportedSyntaxError)
         cur = self.lookup_name(node.target.id)
-        self.scope[node.target.id] = self.sem.binop(node.op, cur, self.expr(node.value))
+        self.scope[node.target.id] = self.as_assigned(self.sem.binop(node.op, cur, self.expr(node.value)))
 
     def bind(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
@@ -135,6 +167,13 @@ class StmtGen(ExprGen):
         device_assert(self.sem, self.expr(node.test), msg if is_const(msg) else "")
 
     def stmt_Return(self, node: ast.Return) -> None:
+        if self.frame_done is not None:  # leave the loop: set its done flag and end this path of the iteration
+            if node.value is not None:
+                raise self.error("a return with a value inside a runtime loop is not supported (carry the value "
+                                 "out of the loop and return it after)", UnsupportedSyntaxError)
+            self.scope[self.frame_done] = True
+            self.returned = True
+            return
         if self.cf_depth > 0 and not self.tail_ok:
             raise self.error("return inside a loop is not supported (guard the rest of the body with an if)",
                              UnsupportedSyntaxError)
@@ -142,12 +181,13 @@ class StmtGen(ExprGen):
         self.returned = True
 
     # ---- if
-    def stmt_If(self, node: ast.If, rest: list[ast.stmt]) -> bool:
-        """Returns True when it consumed `rest` (an early return under a runtime condition)."""
+    def stmt_If(self, node: ast.If, work: list) -> None:
+        """`work` is the rest of the body, reversed (the work list of `block`): a constexpr if puts its chosen
+        branch in front of it; a runtime if with a return takes all of it into both of its branches."""
         cond = self.sem.to_bool(self.expr(node.test))
         if is_const(cond):
-            self.block(node.body if cond else node.orelse)
-            return False
+            work.extend(reversed(node.body if cond else node.orelse))
+            return
         if cond.shape:
             raise self.error(f"an if condition must be a scalar, got a tile of shape {list(cond.shape)} "
                              "(use tl.where for tiles)")
@@ -156,10 +196,34 @@ class StmtGen(ExprGen):
                 self.ctx.at(next(n for s in node.body + node.orelse for n in ast.walk(s) if isinstance(n, ast.Return)))
                 raise self.error("return inside a loop is not supported (guard the rest of the body with an if)",
                                  UnsupportedSyntaxError)
-            self.tail_if(cond, node.body + rest, node.orelse + rest)
-            return True
+            rest = work[::-1]
+            work.clear()
+            if self.frame_done is not None:  # in a returning loop's body: the rest is the rest of this iteration
+                self.runtime_if(cond, node.body + rest, node.orelse + rest, tail=True)
+            else:
+                self.tail_if(cond, node.body + rest, node.orelse + rest)
+            return
         self.runtime_if(cond, node.body, node.orelse)
-        return False
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if c else b` under a runtime scalar `c` evaluates only the arm taken, as Python and Triton do (an
+        if op yielding the value); before, both arms ran and tl.where picked, so a load or an atomic in the arm
+        not taken still happened. A tile condition stays an elementwise select."""
+        c = self.sem.to_bool(self.expr(node.test))
+        if is_const(c):
+            return self.expr(node.body) if c else self.expr(node.orelse)
+        if c.shape:
+            return self.sem.where(c, self.expr(node.body), self.expr(node.orelse))
+        then_blk, else_blk = Block(), Block()
+        with self.b.at_end(then_blk):
+            a = self.expr(node.body)
+        with self.b.at_end(else_blk):
+            b = self.expr(node.orelse)
+        if not (is_numberlike(a) and is_numberlike(b)):
+            raise self.error(f"the arms of a conditional expression under a runtime condition must be tensors or "
+                             f"numbers, not {describe(a)} / {describe(b)}")
+        t = self.merge_type("the conditional expression", a, b)
+        return self.close_if(c, (then_blk, [a]), (else_blk, [b]), [t])[0]
 
     def branch(self, stmts: list[ast.stmt], before: dict, tail: bool) -> tuple[Block, dict, Any]:
         """Build one branch in a new block; returns the block, its final scope and what it returned."""
@@ -175,10 +239,10 @@ class StmtGen(ExprGen):
             self.cf_depth -= 1
             self.scope, self.returned, self.tail_ok, self.return_value = saved
 
-    def runtime_if(self, cond: Tensor, body: list, orelse: list) -> None:
+    def runtime_if(self, cond: Tensor, body: list, orelse: list, tail: bool = False) -> None:
         before = dict(self.scope)
-        then_blk, then_scope, _ = self.branch(body, before, False)
-        else_blk, else_scope, _ = self.branch(orelse, before, False)
+        then_blk, then_scope, _ = self.branch(body, before, tail)
+        else_blk, else_scope, _ = self.branch(orelse, before, tail)
         merged: list[tuple[Slot, Type]] = []
         after = dict(before)
         for name in [n for n in then_scope if n in else_scope]:
@@ -264,7 +328,9 @@ class StmtGen(ExprGen):
         return self.sem.broadcast_to(x, shape_of(t))
 
     # ---- loops
-    def stmt_For(self, node: ast.For) -> None:
+    def stmt_For(self, node: ast.For, work: list | None = None) -> list | None:
+        """A runtime loop is built here; an unrolled one (static_range, a constant tuple) returns its statements
+        for `block` to run in place of the loop."""
         if node.orelse:
             raise self.error("for/else is not supported", UnsupportedSyntaxError)
         it = node.iter
@@ -272,7 +338,10 @@ class StmtGen(ExprGen):
             fn = self.expr(it.func)
             args, kwargs = self.call_args(it)
             if fn == Builtin("range") or fn == QualName("triton.language.range"):
-                return self.runtime_for(node, *self.range_args(args, kwargs, static=False))
+                bounds = self.range_args(args, kwargs, static=False)
+                if work is not None and contains_return(node.body):
+                    return self.returning_loop(node, work, bounds)
+                return self.runtime_for(node, *bounds)
             if fn == QualName("triton.language.static_range"):
                 return self.unroll(node, range(*self.range_args(args, kwargs, static=True)))
             seq = None
@@ -302,18 +371,18 @@ class StmtGen(ExprGen):
             raise self.error("range step must not be zero")
         return start, stop, step
 
-    def unroll(self, node: ast.For, seq: Any) -> None:
+    def unroll(self, node: ast.For, seq: Any) -> list:
         n = len(seq)
         budget = self.ctx.budgets.max_unroll
         if n > budget or self.ctx.unrolled + n > budget:
             raise self.error(f"unrolling {n} iterations is over the budget of {budget} unrolled iterations",
                              BudgetExceededError)
         self.ctx.unrolled += n
+        out: list = []
         for v in seq:
-            if self.returned:
-                return
-            self.bind(node.target, v)
-            self.block(node.body)
+            out.append(_Bind(node.target, v))
+            out.extend(node.body)
+        return out
 
     def carried_slots(self, body: list[ast.stmt], exclude: str | None) -> list[Slot]:
         """The loop-carried values: (name, None) for a tensor or number, (name, i) for leaf i of an aggregate
@@ -416,9 +485,114 @@ class StmtGen(ExprGen):
             self.cf_depth -= 1
             self.scope, self.tail_ok = saved
 
-    def stmt_While(self, node: ast.While) -> None:
+    # ---- loops whose body returns
+    def returning_loop(self, node: ast.For | ast.While, work: list, bounds: tuple | None) -> None:
+        """A runtime for/while whose body returns (Python semantics, as Triton's interpreter runs it; Triton's
+        compiler refuses it): a while loop carrying a hidden done flag (and, for a for loop, its induction
+        variable). A return in the body sets the flag and ends that path of the iteration; the loop stops
+        when the flag is set; after it, `if done: return` takes the rest of the body as its continuation."""
+        k = self.frames
+        done, iv, stop, step = f"$done{k}", f"$iv{k}", f"$stop{k}", f"$step{k}"
+        self.scope[done] = False
+        target = None
+        forced: dict[Slot, Type] = {(done, None): i1}
+        carried: list[Slot] = [(done, None)]
+        if bounds is not None:
+            if not isinstance(node.target, ast.Name):
+                raise self.error("the target of a runtime loop must be a name", UnsupportedSyntaxError)
+            target = node.target.id
+            tensors = [self.sem.to_tensor(v) for v in bounds]
+            bt = tensors[0].elem
+            for b in tensors[1:]:
+                bt = int_promote(bt, b.elem)
+            bt = ScalarType("i32") if bt.is_bool else bt
+            self.scope[iv] = self.sem.cast(tensors[0], bt)
+            self.scope[stop] = self.sem.cast(tensors[1], bt)
+            self.scope[step] = bounds[2] if is_const(bounds[2]) else self.sem.cast(tensors[2], bt)
+            forced[(iv, None)] = bt
+            carried.append((iv, None))
+        carried += self.carried_slots(node.body, target)
+        for _attempt in range(6):
+            types = self.loop_types(carried, forced)
+            inits = [self.coerce(_get(self.scope, s), t) for s, t in zip(carried, types, strict=False)]
+            before = Block(list(types))
+            cond_scope = _put(self.scope, carried, [Tensor(a) for a in before.args])
+            with self.b.at_end(before):
+                c = self.frame_condition(node, cond_scope, done, iv, stop, step)
+                self.b.create("condition", [c.value, *before.args], [])
+            after = Block(list(types))
+            entry = [Tensor(a) for a in after.args]
+            body_scope = _put(self.scope, carried, entry)
+            if target is not None:
+                body_scope[target] = body_scope[iv]
+            after, out = self.frame_body(after, node.body, body_scope, done)
+            if target is not None:
+                with self.b.at_end(after):
+                    out[iv] = self.sem.binop(ast.Add(), body_scope[iv], self.scope[step])
+            self.check_unchanged(out, assigned_names(node.body), carried + [(target or "", None)])
+            drop: list[Slot] = []
+            if not self.body_yields(carried, types, out, forced, drop, entry):
+                carried = [s for s in carried if s not in drop]
+                continue
+            with self.b.at_end(after):
+                self.b.create("yield", [self.coerce(_get(out, s), t).value for s, t in zip(carried, types, strict=False)],
+                              [])
+            op = self.b.insert(Operation("while", [v.value for v in inits], types, regions=[Region(before),
+                                                                                            Region(after)]))
+            self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
+            work.append(_synth("if D:\n    return", node, D=done))
+            return
+        raise self.error("cannot settle the types of the loop-carried variables")
+
+    def frame_condition(self, node: ast.For | ast.While, scope: dict, done: str, iv: str, stop: str,
+                        step: str) -> Tensor:
+        """The returning loop's condition: not done, and (for) the induction variable within range / (while) the
+        loop's own test, evaluated only while not done (it may have side effects, e.g. an atomic)."""
+        saved = self.scope
+        self.scope = scope
+        try:
+            if isinstance(node, ast.For):
+                s = scope[step]
+                test = "I < S" if is_const(s) and s > 0 else "I > S" if is_const(s) else \
+                    "(T > 0 and I < S) or (T < 0 and I > S)"
+                c = self.expr(_synth(f"not D and ({test})", node, D=done, I=iv, S=stop, T=step))
+                return self.sem.to_tensor(self.sem.to_bool(c))
+            d = scope[done]
+            if is_const(d):
+                return self.while_test(node) if not d else self.sem.to_tensor(False)
+            then_blk, else_blk = Block(), Block()
+            with self.b.at_end(then_blk):
+                c = self.while_test(node)
+            not_done = self.sem.to_tensor(self.expr(_synth("not D", node, D=done)))
+            return self.close_if(not_done, (then_blk, [c]), (else_blk, [False]), [i1])[0]
+        finally:
+            self.scope = saved
+
+    def while_test(self, node: ast.While) -> Tensor:
+        c = self.sem.to_tensor(self.sem.to_bool(self.expr(node.test)))
+        if c.shape or c.elem != i1:
+            raise self.error(f"a while condition must be a scalar, got {describe(c)}")
+        return c
+
+    def frame_body(self, blk: Block, body: list[ast.stmt], scope: dict, done: str) -> tuple[Block, dict]:
+        saved = (self.scope, self.tail_ok, self.returned, self.frame_done)
+        self.scope, self.tail_ok, self.returned, self.frame_done = scope, True, False, done
+        self.cf_depth += 1
+        self.frames += 1
+        try:
+            with self.b.at_end(blk):
+                self.block(body)
+            return blk, self.scope
+        finally:
+            self.cf_depth -= 1
+            self.frames -= 1
+            self.scope, self.tail_ok, self.returned, self.frame_done = saved
+
+    def stmt_While(self, node: ast.While, work: list | None = None) -> None:
         if node.orelse:
             raise self.error("while/else is not supported", UnsupportedSyntaxError)
+        if work is not None and contains_return(node.body):
+            return self.returning_loop(node, work, None)
         carried = self.carried_slots(node.body, None)
         forced: dict[Slot, Type] = {}
         for _attempt in range(6):
@@ -455,7 +629,30 @@ class StmtGen(ExprGen):
         raise self.error("cannot settle the types of the loop-carried variables")
 
 
-Slot = tuple[str, "int | None"]  # a carried value: a name, or leaf i of the aggregate a name holds
+class _Bind:
+    """A work-list item of an unrolled loop: bind the loop target to this iteration's value."""
+
+    __slots__ = ("target", "value")
+
+    def __init__(self, target: ast.expr, value: Any):
+        self.target, self.value = target, value
+
+
+Slot = tuple[str, "int | None"]
+
+
+def _synth(text: str, at: ast.AST, **names: str) -> Any:
+    """A statement or expression made by the compiler (names may be hidden ones such as `$done0`), located at `at`."""
+    tree = ast.parse(text).body[0]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in names:
+            n.id = names[n.id]
+    if isinstance(tree, ast.Expr):
+        tree = tree.value
+    for n in ast.walk(tree):
+        ast.copy_location(n, at)
+        n.end_lineno, n.end_col_offset = getattr(at, "end_lineno", None), getattr(at, "end_col_offset", None)
+    return tree  # a carried value: a name, or leaf i of the aggregate a name holds
 
 
 def _get(scope: dict, slot: Slot) -> Any:

@@ -230,12 +230,12 @@ class Semantic:
             return self.truediv(a, b)
         ta, tb = self.common(a, b, div_or_mod=isinstance(op, (ast.FloorDiv, ast.Mod)))
         if isinstance(op, ast.FloorDiv):
-            q = Tensor(self.b.binary("div", ta.value, tb.value))
-            return Tensor(self.b.unary("floor", q.value)) if ta.elem.is_float else q
-        if isinstance(op, ast.Mod) and ta.elem.is_float:
-            # Triton's float `%` floors like Python's: a - floor(a / b) * b (the IR's `rem` is C's fmod)
-            q = self.b.unary("floor", self.b.binary("div", ta.value, tb.value))
-            return Tensor(self.b.binary("sub", ta.value, self.b.binary("mul", q, tb.value)))
+            if ta.elem.is_float:  # as Triton (its floordiv takes integers only)
+                raise self.error(f"`//` needs integer operands, got {describe(ta)} (use tl.floor(a / b) or "
+                                 "tl.div_rn for floats)")
+            return Tensor(self.b.binary("div", ta.value, tb.value))
+        # float `%` is C's fmod (the IR's `rem`), the sign of the dividend, as Triton lowers it (frem) and its
+        # interpreter runs it (np.fmod); older Triton releases floored like Python instead
         name = _ARITH[type(op)]
         if name in ("and", "or", "xor", "shl", "shr") and ta.elem.is_float:
             raise self.error(f"`{sym}` needs integer operands, got {describe(ta)}")

@@ -884,8 +884,8 @@ HEAD = "import triton\nimport triton.language as tl\n\n\n"
 
 
 @pytest.mark.parametrize("body,sig_,word,line", [
-    ("@triton.jit\ndef k(p, n):\n    for i in range(n):\n        if i > 3:\n            return\n", {"p": "*fp32", "n": "i32"},
-     "return inside a loop", 9),
+    ("@triton.jit\ndef k(p, n):\n    for i in range(n):\n        if i > 3:\n            return i\n", {"p": "*fp32", "n": "i32"},
+     "return with a value inside a runtime loop", 9),
     ("@triton.jit\ndef k(p):\n    q = tl.load(p).to(tl.pointer_type(tl.float32))\n", {"p": "*i64"},
      "tl.pointer_type is not supported", 7),
     ("def host(n):\n    return n * 2\n\n\n@triton.jit\ndef k(p):\n    tl.store(p, host(3))\n", {"p": "*fp32"},
