@@ -3,6 +3,8 @@ target; with a server, builds come from it and a verified local cache), `load_in
 `tilec pull` wrote, and the errors they raise. Everything public is re-exported here from private modules.
 """
 
+from ._decorators import Config, autotune, cdiv, heuristics, jit, next_power_of_2
+from ._dropin import install, stats, uninstall
 from ._exceptions import (
     ArchMismatchError,
     ArgumentError,
@@ -19,7 +21,7 @@ from ._exceptions import (
     VerificationError,
 )
 from ._index import IndexedKernel, KernelIndex, load_index
-from ._jit import JITKernel, jit
+from ._jit import JITKernel
 from ._launch import BF16Array, as_bf16
 from ._tensordesc import TensorDescriptor
 
@@ -44,6 +46,7 @@ __all__ = [
     "BadSignatureError",
     "BinaryMismatchError",
     "Client",
+    "Config",
     "GridError",
     "IndexedKernel",
     "JITKernel",
@@ -61,6 +64,13 @@ __all__ = [
     "UntrustedKeyError",
     "VerificationError",
     "as_bf16",
+    "autotune",
+    "cdiv",
+    "heuristics",
+    "install",
     "jit",
     "load_index",
+    "next_power_of_2",
+    "stats",
+    "uninstall",
 ]

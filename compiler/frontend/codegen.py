@@ -16,7 +16,7 @@ from ..ir import Loc, Module
 from ..ir.types import ScalarType
 from . import blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
 from .library import LIB, cast, expand_dims, lookup, reduce, reshape, scan, trans
-from .reader import KernelSource, ModuleInfo
+from .reader import KernelSource, ModuleInfo, canonical_module
 from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
 from .types import BlockType, DType
 
@@ -53,6 +53,7 @@ class Builtin:
 @dataclass(frozen=True)
 class JitFunction:
     node: ast.FunctionDef
+    module: str = ""  # its module in a bundle ("" in a lone file)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,30 @@ class Context:
         self.call_depth = 0
         self.unrolled = 0
         self.globals: dict[str, Any] = {}
+        self.bundle = ks.bundle  # bundle.BundleModules, or None for a lone file
+        self._module_globals: dict[str, dict[str, Any]] = {}
+
+    def enter_module(self, name: str) -> tuple:
+        """Build in module `name` of a bundle (its names, file and constants) until leave_module(saved)."""
+        saved = (self.mod, self.info, self.globals)
+        if self.bundle is None or name == self.mod.name or name not in self.bundle.modules:
+            return saved
+        self.mod, self.info = self.bundle.modules[name]
+        self.globals = self.module_globals(self.mod, self.info)
+        return saved
+
+    def leave_module(self, saved: tuple) -> None:
+        self.mod, self.info, self.globals = saved
+
+    def module_globals(self, mod: ModuleInfo, info: Any) -> dict[str, Any]:
+        from .reader import literal_env
+
+        env = self._module_globals.get(mod.name)
+        if env is None:
+            env = literal_env(mod, info)
+            env.update(mod.pinned)
+            self._module_globals[mod.name] = env
+        return env
 
     def error(self, msg: str, cls: type[CompileError] = CompileError) -> CompileError:
         return self.info.error(self.node, msg, cls)
@@ -141,8 +166,12 @@ class ExprGen:
         if name in self.scope:
             return self.scope[name]
         mod = self.ctx.mod
+        if name in mod.pinned:
+            return mod.pinned[name]
+        if name in mod.pinned_fns:
+            return self.bundle_function(*mod.pinned_fns[name])
         if name in mod.jit_functions:
-            return JitFunction(mod.jit_functions[name])
+            return JitFunction(mod.jit_functions[name], mod.name)
         if name in mod.aliases:
             return self.qualified(mod.dotted(ast.Name(id=name)) or name)
         if name in self.ctx.globals:
@@ -159,6 +188,32 @@ class ExprGen:
                              "and tl.* (host Python is never run)", UnsupportedSyntaxError)
         raise self.error(f"name '{name}' is not defined")
 
+    def bundle_attr(self, module: str, rest: str, depth: int) -> Any:
+        """`rest` (a name, or a name and attributes) in module `module` of the bundle."""
+        first, _, more = rest.partition(".")
+        mod, info = self.ctx.bundle.modules[module]
+        if depth > 16:
+            raise self.error(f"'{module}.{rest}' is imported in a cycle")
+        if first in mod.pinned_fns:
+            value: Any = self.bundle_function(*mod.pinned_fns[first])
+        elif first in mod.jit_functions:
+            value = JitFunction(mod.jit_functions[first], module)
+        elif first in mod.aliases:
+            value = self.qualified(canonical_module(mod.aliases[first]), depth + 1)
+        elif first in (env := self.ctx.module_globals(mod, info)):
+            value = env[first]
+        elif first in mod.other_functions:
+            raise self.error(f"'{module}.{first}' is not a @triton.jit function; kernels can only call @triton.jit "
+                             "functions and tl.* (host Python is never run)", UnsupportedSyntaxError)
+        else:
+            raise self.error(f"module '{module}' of the bundle has no @triton.jit function or constant '{first}' "
+                             f"(the bundle does not contain module '{module}.{first}')")
+        if not more:
+            return value
+        if isinstance(value, QualName):
+            return self.qualified(f"{value.name}.{more}", depth + 1)
+        raise self.error(f"'{module}.{first}' has no attribute '{more}'")
+
     def star_name(self, name: str) -> Any:
         """A name brought in by `from triton.language import *` (Python's builtins keep their meaning)."""
         if name in PY_BUILTINS and name != "range":
@@ -170,7 +225,15 @@ class ExprGen:
                 return self.qualified(full)
         return None
 
-    def qualified(self, name: str) -> Any:
+    def bundle_function(self, module: str, name: str) -> JitFunction:
+        return JitFunction(self.ctx.bundle.modules[module][0].jit_functions[name], module)
+
+    def qualified(self, name: str, depth: int = 0) -> Any:
+        bundle = self.ctx.bundle
+        if bundle is not None and not name.startswith("triton.") and name not in bundle.modules:
+            found = bundle.resolve(name)
+            if found is not None:
+                return self.bundle_attr(found[0], found[1], depth)
         entry = lookup(name)
         if entry is not None and not callable(entry):
             return entry
@@ -333,6 +396,8 @@ class ExprGen:
             return self.combine_call(f"triton.language.{fn.name}", [fn.obj, *args], kwargs)
         if isinstance(fn, QualName):
             entry = lookup(fn.name)
+            if entry is None and self.ctx.bundle is not None and not fn.name.startswith("triton"):
+                raise self.error(f"'{fn.name}' is not in the bundle: it holds no module '{fn.name.rpartition('.')[0]}'")
             if entry is None:
                 raise self.error(f"{_short(fn.name)} is not supported", UnsupportedSyntaxError)
             if fn.name.endswith("static_range") or fn.name == "triton.language.range":
@@ -342,7 +407,7 @@ class ExprGen:
             table = fn.obj.METHODS if isinstance(fn.obj, Aggregate) else TENSOR_METHODS
             return self.apply(f".{fn.name}", table[fn.name], [fn.obj, *args], kwargs)
         if isinstance(fn, JitFunction):
-            return self.call_helper(fn.node, args, kwargs)
+            return self.call_helper(fn.node, args, kwargs, fn.module)
         if isinstance(fn, Builtin):
             return self.call_builtin(fn.name, args, kwargs)
         if callable(fn) and isinstance(getattr(fn, "__self__", None), (DType, BlockType)):
@@ -435,7 +500,7 @@ class ExprGen:
             return lambda lhs, rhs: self.apply(_short(fn.name), entry, [*lhs, *rhs], {})
         if not isinstance(fn, JitFunction):
             raise self.error(f"{what} combine_fn must be a @triton.jit function, got {describe(fn)}")
-        fdef = fn.node
+        fdef, module = fn.node, fn.module
         params = fdef.args.posonlyargs + fdef.args.args
         required = len(params) - len(fdef.args.defaults)
         if not required <= 2 * n <= len(params) or fdef.args.vararg or fdef.args.kwonlyargs:
@@ -443,7 +508,7 @@ class ExprGen:
                              f"combining {n} input{'s' * (n != 1)} passes {2 * n} (each side's elements)")
 
         def build(lhs: list, rhs: list) -> Any:
-            got = self.call_helper(fdef, [*lhs, *rhs], {})
+            got = self.call_helper(fdef, [*lhs, *rhs], {}, module)
             call = self.b.block.ops[-1] if self.b.block is not None and self.b.block.ops else None
             if call is not None and call.name == "call":
                 combine.check_pure_scalar(self.ctx.module, call, fdef.name, self.ctx.info.error)
@@ -451,7 +516,7 @@ class ExprGen:
 
         return build
 
-    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict) -> Any:
+    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict, module: str = "") -> Any:
         raise NotImplementedError  # provided by build.FunctionGen
 
 

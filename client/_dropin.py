@@ -1,0 +1,145 @@
+"""The drop-in: `tilec.install()` routes every `@triton.jit` kernel made afterwards through tilec (its
+compiler, the team's server and cache), leaving a library's own host decorators and Python to run as they
+do under Triton: `triton.autotune` and `triton.heuristics` objects call the kernel's `run`, which is
+tilec's. A kernel tilec cannot compile runs under Triton, with one warning, and is counted in
+`tilec.stats()`; with TILEC_STRICT=1 that is an error instead. `python -m tilec run script.py` (or
+TILEC_TRITON=1 with `import tilec`) installs it before the script runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import Any
+
+from tilec.compiler.errors import CompileError
+
+from ._exceptions import ArgumentError, TargetError
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {"installed": False, "patched": [], "classes": {}}
+_STATS: dict[str, Any] = {"routed": 0, "launched": 0, "fallbacks": 0, "reasons": {}}
+# Triton's launch options that tilec's launch has no use for (it plans its own)
+_TRITON_ONLY_OPTIONS = ("num_ctas", "maxnreg", "debug", "enable_fp_fusion", "launch_cooperative_grid",
+                        "launch_pdl", "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer",
+                        "reg_inc_consumer", "instrumentation_mode", "fpsan_homomorphic_casts", "stream")  # fmt: skip
+_FALLBACK_ERRORS = (CompileError, ArgumentError, TargetError, NotImplementedError)
+
+
+class RoutedKernel(Exception):
+    """TILEC_STRICT=1: a kernel that tilec could not take (its reason is the message)."""
+
+
+def install(*, strict: bool | None = None) -> None:
+    """Route `@triton.jit` kernels decorated from now on through tilec. `strict` (None: TILEC_STRICT=1)
+    makes a kernel tilec cannot compile an error instead of a warning and Triton's own compile."""
+    import triton
+    import triton.runtime.jit as rjit
+
+    with _LOCK:
+        if strict is not None:
+            _STATE["strict"] = strict
+        if _STATE["installed"]:
+            return
+        original = rjit.jit
+
+        def jit(fn: Any = None, **options: Any) -> Any:
+            if fn is None:
+                return lambda f: jit(f, **options)
+            return route(original(fn, **options))
+
+        jit.__doc__ = original.__doc__
+        jit.__wrapped__ = original  # type: ignore[attr-defined]
+        for owner in (triton, rjit):
+            _STATE["patched"].append((owner, "jit", owner.jit))
+            owner.jit = jit  # type: ignore[attr-defined]
+        _STATE["installed"] = True
+
+
+def uninstall() -> None:
+    """Undo install() for kernels decorated afterwards (those routed already stay routed)."""
+    with _LOCK:
+        for owner, name, value in reversed(_STATE["patched"]):
+            setattr(owner, name, value)
+        _STATE["patched"].clear()
+        _STATE["installed"] = False
+
+
+def stats() -> dict[str, Any]:
+    """Kernels routed, launches tilec ran, kernels left to Triton and why (name -> first reason)."""
+    return {**_STATS, "reasons": dict(_STATS["reasons"])}
+
+
+def _strict() -> bool:
+    if "strict" in _STATE:
+        return bool(_STATE["strict"])
+    return os.environ.get("TILEC_STRICT") == "1"
+
+
+def route(obj: Any) -> Any:
+    """Make a Triton JITFunction (or InterpretedFunction) launch through tilec: its class becomes a subclass
+    whose `run` is tilec's; everything else (its attributes, Triton's own compile for the fallback) stays.
+    Returns the routed object (the same one, or a copy of its state where its class cannot change)."""
+    cls = type(obj)
+    routed = _STATE["classes"].get(cls)
+    if routed is None:
+        routed = type(f"Tilec{cls.__name__}", (_Routed, cls), {"__module__": __name__, "__slots__": ()})
+        _STATE["classes"][cls] = routed
+    try:
+        obj.__class__ = routed
+    except TypeError:  # a layout __class__ cannot change (Triton's interpreter): a copy of its state
+        copy = routed.__new__(routed)
+        copy.__dict__.update(obj.__dict__)
+        obj = copy
+    with _LOCK:
+        _STATS["routed"] += 1
+    return obj
+
+
+class _Routed:
+    """The mixin over Triton's class (see route())."""
+
+    __slots__ = ()  # the object's layout stays its class's, so its __class__ can change
+
+    def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if warmup:
+            return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+        kernel = _kernel(self)
+        if kernel is not None:
+            launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS}
+            try:
+                kernel.run(grid, args, launch)
+                with _LOCK:
+                    _STATS["launched"] += 1
+                return None
+            except _FALLBACK_ERRORS as exc:
+                _give_up(self, exc)
+        return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+
+
+def _kernel(obj: Any) -> Any:
+    """The tilec kernel for a routed function, made on first launch (None once it went to Triton)."""
+    state = obj.__dict__.get("_tilec_state")
+    if state is None:
+        from ._jit import JITKernel
+        from ._resolve import resolve
+
+        state = obj.__dict__["_tilec_state"] = {"kernel": None}
+        server = os.environ.get("TILEC_URL") or None
+        try:
+            state["kernel"] = JITKernel(None, bundle=resolve(obj.fn), server=server)
+        except _FALLBACK_ERRORS as exc:
+            _give_up(obj, exc)
+    return state["kernel"]
+
+
+def _give_up(obj: Any, exc: BaseException) -> None:
+    name = f"{obj.fn.__module__}.{obj.fn.__qualname__}"
+    if _strict():
+        raise RoutedKernel(f"tilec cannot run {name}: {exc}") from exc
+    obj.__dict__["_tilec_state"] = {"kernel": None}
+    with _LOCK:
+        _STATS["fallbacks"] += 1
+        _STATS["reasons"].setdefault(name, f"{type(exc).__name__}: {exc}")
+    warnings.warn(f"tilec: {name} runs under Triton: {exc}", RuntimeWarning, stacklevel=4)
