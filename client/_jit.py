@@ -32,7 +32,7 @@ from tilec.compiler.tune.keys import dtypes_string, key_string
 
 from ._exceptions import ArchMismatchError, ArgumentError
 from ._grid import check_grid
-from ._launch import ArgSpec, BF16Array, launch, select_target, specialise
+from ._launch import ArgSpec, BF16Array, host_view, launch, select_target, specialise
 from ._shared import LAUNCH_OPTIONS as _LAUNCH_OPTIONS
 from ._shared import ServerBuilds, SharedResults
 from ._tensordesc import is_descriptor
@@ -208,6 +208,8 @@ class JITKernel:
         fast = self.__dict__.get("_cuda_fast")
         if fast is not None and fast.launch(grid, args, kwargs):
             return  # warm cuda launch (client/_runtime_cuda.py FastPath)
+        args = tuple(host_view(a) for a in args)  # torch CPU tensors: NumPy views, for the cpu target
+        kwargs = {k: host_view(v) for k, v in kwargs.items()}
         bound, opts = self.bind(args, kwargs)
         target = select_target(list(bound.values()))
         if self.ks.autotune is not None and self.ks.autotune.configs:

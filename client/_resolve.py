@@ -179,6 +179,10 @@ class Resolver:
             return {"fn": self.add_function(fn)}
         if isinstance(value, types.ModuleType):
             return {"ref": value.__name__}  # triton's modules
+        if type(value).__name__ == "constexpr" and hasattr(
+            value, "value"
+        ):  # tl.constexpr(3), not tl.constexpr
+            return _constant(value)
         tilec_name = getattr(value, "_tilec_name", None)  # tilec.language's stand-ins
         if isinstance(tilec_name, str):
             return {"ref": tilec_name}

@@ -87,6 +87,8 @@ class SharedResults:
             for c, seconds in timings
         ]  # fmt: skip
         try:
+            from ._fetch import kernel_input
+
             self.client().submit_kernel(KernelCreate(**kernel_input(source, kind), name=name))
             result = self.client().record_tuning(TuningResultCreate(**where, trials=trials))
         except ServiceError as exc:
@@ -276,11 +278,3 @@ def _config(value: Any) -> ConfigSpec | None:
         return None
     return ConfigSpec(dict(value["kwargs"]), *options)
 
-
-def kernel_input(source: str, kind: str) -> dict[str, Any]:
-    """The wire field that carries a kernel: its source text, or a bundle (its JSON text, as an object)."""
-    if kind == "bundle":
-        import json
-
-        return {"bundle": json.loads(source)}
-    return {"source": source}

@@ -61,6 +61,10 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
+if os.environ.get("TILEC_TRITON") == "1":  # route @triton.jit kernels from here on (client/_dropin.py)
+    importlib.import_module("tilec.client").install()
+
+
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:

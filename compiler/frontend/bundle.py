@@ -371,13 +371,17 @@ def _check_contained(
 
 
 def _references(fn: ast.FunctionDef, mod: ModuleInfo) -> set[str]:
-    """The names a function uses, and its attribute chains through modules (`tle.program_id`) as dotted names."""
-    out = set(called_names(fn))
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Attribute):
-            dotted = mod.dotted(node)
-            if dotted is not None:
-                out.add(dotted)
+    """The names a function's parameters and body use, and its attribute chains through modules
+    (`tle.program_id`) as dotted names; not its decorators (host code, which the host ran)."""
+    out: set[str] = set()
+    for part in [fn.args, *fn.body]:
+        for node in ast.walk(part):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                out.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                dotted = mod.dotted(node)
+                if dotted is not None:
+                    out.add(dotted)
     return out
 
 

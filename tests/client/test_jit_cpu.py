@@ -102,7 +102,7 @@ def test_autotune_restores_outputs_and_keeps_winner() -> None:
             client.ArgumentError,
             "'x_ptr'",
         ),
-        (lambda k, x, y, o: k[(0,)](x, y, o, 10, BLOCK=16), client.GridError, "axis 0"),
+        (lambda k, x, y, o: k[(-1,)](x, y, o, 10, BLOCK=16), client.GridError, "axis 0"),
         (lambda k, x, y, o: k[(2, -1)](x, y, o, 10, BLOCK=16), client.GridError, "axis 1"),
         (lambda k, x, y, o: k[(1,)](x, y, o, "ten", BLOCK=16), client.ArgumentError, "'n'"),
         (lambda k, x, y, o: k[(1,)](x, y, o, 10, BLOCK=16, nope=1), client.ArgumentError, "'nope'"),
@@ -172,3 +172,13 @@ def test_all_is_sorted_and_honest() -> None:
     public = {n for n in dir(client) if not n.startswith("_")}
     # besides __all__, only the public submodules once imported: the CLI and the torch.compile integration
     assert public - set(client.__all__) <= {"cli", "inductor"}, public - set(client.__all__)
+
+
+def test_a_grid_of_no_programs_launches_nothing() -> None:
+    """As in Triton: an empty input's grid (cdiv(0, BLOCK) == 0) is no launch, not an error."""
+    k = client.jit(ADD, "add_kernel")
+    x, y, o = _add_args(20)
+    o[:] = 7
+    k[(0,)](x, y, o, 0, BLOCK=16)
+    k[lambda meta: (0, 3)](x, y, o, 0, BLOCK=16)
+    assert (o == 7).all()
