@@ -19,7 +19,7 @@ from ._exceptions import ArgumentError, TargetError
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {"installed": False, "patched": [], "classes": {}}
-_STATS: dict[str, Any] = {"routed": 0, "launched": 0, "fallbacks": 0, "reasons": {}}
+_STATS: dict[str, Any] = {"routed": 0, "launched": 0, "fallbacks": 0, "reasons": {}, "kernels": set()}
 # Triton's launch options that tilec's launch has no use for (it plans its own)
 _TRITON_ONLY_OPTIONS = ("num_ctas", "maxnreg", "debug", "enable_fp_fusion", "launch_cooperative_grid",
                         "launch_pdl", "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer",
@@ -67,8 +67,9 @@ def uninstall() -> None:
 
 
 def stats() -> dict[str, Any]:
-    """Kernels routed, launches tilec ran, kernels left to Triton and why (name -> first reason)."""
-    return {**_STATS, "reasons": dict(_STATS["reasons"])}
+    """Kernels routed, launches tilec ran, kernels left to Triton and why (name -> first reason), and how
+    many distinct kernels tilec launched (`kernels`)."""
+    return {**_STATS, "reasons": dict(_STATS["reasons"]), "kernels": len(_STATS["kernels"])}
 
 
 def _strict() -> bool:
@@ -112,6 +113,7 @@ class _Routed:
                 kernel.run(grid, args, launch)
                 with _LOCK:
                     _STATS["launched"] += 1
+                    _STATS["kernels"].add(id(self))
                 return None
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
