@@ -38,7 +38,7 @@ from .types import dtype_named
 
 MAX_MODULES = 256
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_PIN_KINDS = ("const", "dtype", "ref", "module", "fn")
+_PIN_KINDS = ("const", "dtype", "ref", "module", "fn", "cfn")  # cfn: a @triton.constexpr_function
 
 
 @dataclass(frozen=True)
@@ -249,12 +249,18 @@ def _apply_pins(read: dict[str, tuple[ModuleInfo, SourceInfo]], name: str, pins:
                     filename=info.filename,
                 )
             tmod = read[target][0]
-            if fname not in tmod.jit_functions and fname not in tmod.other_functions:
+            if fname not in tmod.jit_functions and fname not in tmod.other_functions \
+                    and fname not in tmod.constexpr_functions:
                 raise CompileError(
                     f"{where} names '{value}': module '{target}' has no function '{fname}'",
                     filename=info.filename,
                 )
-            _mark_jit(tmod, fname)
+            if kind == "cfn":
+                for table in (tmod.jit_functions, tmod.other_functions):
+                    if fname in table:
+                        tmod.constexpr_functions[fname] = table.pop(fname)
+            else:
+                _mark_jit(tmod, fname)
             mod.pinned_fns[key] = (target, fname)
 
 
@@ -299,9 +305,12 @@ def lookup_function(
     mod = mods.modules[module][0]
     if name in mod.pinned_fns:
         m, f = mod.pinned_fns[name]
-        return m, mods.modules[m][0].jit_functions[f]
+        owner = mods.modules[m][0]
+        return m, owner.jit_functions.get(f) or owner.constexpr_functions[f]
     if name in mod.jit_functions:
         return module, mod.jit_functions[name]
+    if name in mod.constexpr_functions:  # host code run at compile time: its text is part of the meaning
+        return module, mod.constexpr_functions[name]
     if name in mod.aliases:
         return lookup_dotted(mods, canonical_module(mod.aliases[name]), depth + 1)
     return None

@@ -15,10 +15,11 @@ from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
 from ..ir import Loc, Module
 from ..ir.types import ScalarType
 from . import blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
+from .blockptr import BlockPtr
 from .library import LIB, cast, expand_dims, lookup, reduce, reshape, scan, trans
 from .reader import KernelSource, ModuleInfo, canonical_module
 from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
-from .types import BlockType, DType
+from .types import BlockPtrType, BlockType, DType
 
 PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance")
 TENSOR_METHODS = {
@@ -54,6 +55,14 @@ class Builtin:
 class JitFunction:
     node: ast.FunctionDef
     module: str = ""  # its module in a bundle ("" in a lone file)
+
+
+@dataclass(frozen=True)
+class ConstexprFunction:
+    """A @triton.constexpr_function: host code that the compiler runs on constants (literal.run_function)."""
+
+    node: ast.FunctionDef
+    module: str = ""
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,8 @@ class ExprGen:
             return self.bundle_function(*mod.pinned_fns[name])
         if name in mod.jit_functions:
             return JitFunction(mod.jit_functions[name], mod.name)
+        if name in mod.constexpr_functions:
+            return ConstexprFunction(mod.constexpr_functions[name], mod.name)
         if name in mod.aliases:
             return self.qualified(mod.dotted(ast.Name(id=name)) or name)
         if name in self.ctx.globals:
@@ -198,6 +209,8 @@ class ExprGen:
             value: Any = self.bundle_function(*mod.pinned_fns[first])
         elif first in mod.jit_functions:
             value = JitFunction(mod.jit_functions[first], module)
+        elif first in mod.constexpr_functions:
+            value = ConstexprFunction(mod.constexpr_functions[first], module)
         elif first in mod.aliases:
             value = self.qualified(canonical_module(mod.aliases[first]), depth + 1)
         elif first in (env := self.ctx.module_globals(mod, info)):
@@ -225,8 +238,11 @@ class ExprGen:
                 return self.qualified(full)
         return None
 
-    def bundle_function(self, module: str, name: str) -> JitFunction:
-        return JitFunction(self.ctx.bundle.modules[module][0].jit_functions[name], module)
+    def bundle_function(self, module: str, name: str) -> JitFunction | ConstexprFunction:
+        owner = self.ctx.bundle.modules[module][0]
+        if name in owner.constexpr_functions:
+            return ConstexprFunction(owner.constexpr_functions[name], module)
+        return JitFunction(owner.jit_functions[name], module)
 
     def qualified(self, name: str, depth: int = 0) -> Any:
         bundle = self.ctx.bundle
@@ -263,7 +279,8 @@ class ExprGen:
             return self.tensor_attr(base, attr)
         if isinstance(base, Aggregate):
             return self.aggregate_attr(base, attr)
-        if (isinstance(base, DType) and attr in DTYPE_ATTRS) or (isinstance(base, BlockType) and attr in BLOCK_TYPE_ATTRS):
+        if (isinstance(base, DType) and attr in DTYPE_ATTRS) or (isinstance(base, BlockType) and attr in BLOCK_TYPE_ATTRS) \
+                or (isinstance(base, BlockPtrType) and attr in ("element_ty", "scalar", "is_ptr", "is_block")):
             try:
                 return getattr(base, attr)
             except AttributeError:
@@ -295,6 +312,8 @@ class ExprGen:
             return BoundMethod(x, attr)
         if attr in ("block_shape", "shape", "strides") and hasattr(x, attr):
             return tuple(getattr(x, attr))
+        if attr in ("dtype", "type") and isinstance(x, BlockPtr):  # as Triton: a pointer to a block type
+            return BlockPtrType(x.leaves()[0].elem.pointee, tuple(x.block_shape))
         if attr == "dtype":
             return DType(x.leaves()[0].elem.pointee)
         raise self.error(f"{describe(x)} has no attribute '{attr}'")
@@ -408,6 +427,8 @@ class ExprGen:
             return self.apply(f".{fn.name}", table[fn.name], [fn.obj, *args], kwargs)
         if isinstance(fn, JitFunction):
             return self.call_helper(fn.node, args, kwargs, fn.module)
+        if isinstance(fn, ConstexprFunction):
+            return self.call_constexpr_function(fn, args, kwargs)
         if isinstance(fn, Builtin):
             return self.call_builtin(fn.name, args, kwargs)
         if callable(fn) and isinstance(getattr(fn, "__self__", None), (DType, BlockType)):
@@ -442,6 +463,23 @@ class ExprGen:
         except TypeError as exc:
             raise self.error(f"bad arguments to {what}: {exc}") from None
         return fn(self.sem, *args, **kwargs)
+
+    def call_constexpr_function(self, fn: ConstexprFunction, args: list, kwargs: dict) -> Any:
+        """Run a @triton.constexpr_function on compile-time values with the literal evaluator (never Python)."""
+        from .literal import FoldError, LiteralEvaluator, run_function
+        from .reader import dtype_attr
+
+        if any(isinstance(v, Tensor) for v in [*args, *kwargs.values()]):
+            raise self.error(f"{fn.node.name}() is a constexpr_function: its arguments must be compile-time values")
+        saved = self.ctx.enter_module(fn.module)
+        try:
+            mod = self.ctx.mod
+            ev = LiteralEvaluator(dict(self.ctx.globals), None, mod.dotted, dtype_attr)
+            return run_function(fn.node, list(args), dict(kwargs), ev)
+        except FoldError as exc:
+            raise self.error(f"constexpr_function {fn.node.name}(): {exc}") from None
+        finally:
+            self.ctx.leave_module(saved)
 
     def call_builtin(self, name: str, args: list, kwargs: dict) -> Any:
         if kwargs:

@@ -12,7 +12,7 @@ from ..ir.types import PointerType, ScalarType, TileType, elem_type, i1, i32, ma
 from .literal import cdiv as py_cdiv
 from .literal import next_power_of_2
 from .semantic import Semantic, Tensor, describe, is_const, is_number
-from .types import TL_DTYPE_ALIASES, TL_DTYPES, DType
+from .types import TL_DTYPE_ALIASES, TL_DTYPES, BlockType, DType
 
 LIB: dict[str, Callable[..., Any]] = {}
 MATH_UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sqrt_rn": "sqrt",
@@ -69,6 +69,8 @@ def tensor(sem: Semantic, x: Any, what: str) -> Tensor:
 
 
 def dtype_arg(sem: Semantic, x: Any, what: str = "dtype") -> Any:
+    if isinstance(x, BlockType):  # a block type stands for its element type (`x.to(p.dtype.element_ty)`)
+        x = x.element_ty
     if not isinstance(x, DType):
         raise sem.error(f"{what} must be a dtype such as tl.float32, got {describe(x)}")
     return x.ir

@@ -104,6 +104,7 @@ class ModuleInfo:
     name: str = ""  # the module's name in a bundle ("" for a lone file)
     pinned: dict[str, Any] = field(default_factory=dict)  # a bundle's host-resolved constants (bundle.py)
     pinned_fns: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (module, function) in the bundle
+    constexpr_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.constexpr_function
 
     def dotted(self, node: ast.AST) -> str | None:
         """The canonical dotted name of `tl.foo.bar` (through import aliases and star imports), or None."""
@@ -234,6 +235,8 @@ def scan_module(tree: ast.Module, info: SourceInfo, package: str | None = None) 
             _scan_imports(stmt, mod, package, first=isinstance(stmt, (ast.Import, ast.ImportFrom)))
         elif isinstance(stmt, ast.FunctionDef):
             target = mod.jit_functions if _is_jit(stmt, mod) else mod.other_functions
+            if _is_jit(stmt, mod, "triton.constexpr_function"):
+                target = mod.constexpr_functions
             target[stmt.name] = stmt
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             _scan_global(mod, stmt.targets[0].id, stmt.value)
@@ -297,10 +300,10 @@ def _import_base(stmt: ast.ImportFrom, package: str | None) -> str | None:
     return ".".join(parts)
 
 
-def _is_jit(fn: ast.FunctionDef, mod: ModuleInfo) -> bool:
+def _is_jit(fn: ast.FunctionDef, mod: ModuleInfo, decorator: str = "triton.jit") -> bool:
     for d in fn.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
-        if mod.dotted(target) == "triton.jit":
+        if mod.dotted(target) in (decorator, decorator.replace("triton.", "triton.language.")):
             return True
     return False
 
