@@ -114,10 +114,37 @@ class _Routed:
                 with _LOCK:
                     _STATS["launched"] += 1
                     _STATS["kernels"].add(id(self))
-                return None
+                return Launched(kernel, args, launch)
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
         return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+
+
+class Launched:
+    """What a routed `run` returns, in place of Triton's CompiledKernel: `handle[grid](*args)` launches the same
+    specialisation again (as a library's launch cache does: FlagGems' LibEntry keeps the first run's kernel
+    and calls it with the runtime arguments, in parameter order, or with every argument)."""
+
+    def __init__(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        self.kernel = kernel
+        names = [p.name for p in kernel.params]
+        self.given = {**dict(zip(names, args, strict=False)), **kwargs}
+        self.runtime = [p.name for p in kernel.params if not p.constexpr]
+        self.names = names
+
+    def __getitem__(self, grid: Any) -> Any:
+        return lambda *args, **kwargs: self.launch(grid, args, kwargs)
+
+    def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        order = self.names if len(args) == len(self.names) else self.runtime
+        if len(args) > len(order):
+            raise ArgumentError(f"{self.kernel.name}: {len(args)} arguments for {len(order)} parameters")
+        call = {**self.given, **dict(zip(order, args, strict=False)), **kwargs}
+        options = {k: v for k, v in call.items() if k not in self.names and k not in _TRITON_ONLY_OPTIONS}
+        params = {k: v for k, v in call.items() if k in self.names}
+        self.kernel.run(tuple(grid) if isinstance(grid, list) else grid, (), {**params, **options})
+        with _LOCK:
+            _STATS["launched"] += 1
 
 
 def _kernel(obj: Any) -> Any:
