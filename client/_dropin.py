@@ -43,6 +43,10 @@ def install(*, strict: bool | None = None) -> None:
         if _STATE["installed"]:
             return
         original = rjit.jit
+        try:  # every option a Triton config carries (this Triton's), besides the two tilec plans with
+            _STATE["triton_options"] = frozenset(triton.Config({}).all_kwargs()) - {"num_warps", "num_stages"}
+        except Exception:  # noqa: BLE001 - an older Triton: the fixed list below stands
+            _STATE["triton_options"] = frozenset()
 
         def jit(fn: Any = None, **options: Any) -> Any:
             if fn is None:
@@ -108,7 +112,8 @@ class _Routed:
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
         kernel = _kernel(self)
         if kernel is not None:
-            launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS}
+            dropped = _STATE.get("triton_options", frozenset())
+            launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS and k not in dropped}
             try:
                 kernel.run(grid, args, launch)
                 with _LOCK:

@@ -474,10 +474,18 @@ def _assume(sem: Semantic, cond: Any) -> None:
         raise sem.error("tl.assume needs a scalar condition")
 
 
-@api("static_print", "device_print", "print")
+@api("device_print", "print")
 def _print(sem: Semantic, *args: Any, **kwargs: Any) -> None:
-    """Printing has no op in the tile IR; prints are accepted and dropped."""
+    """Printing at run time has no op in the tile IR yet: device prints are accepted and dropped."""
     return None
+
+
+@api("static_print")
+def _static_print(sem: Semantic, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None,
+                  flush: Any = False) -> None:  # fmt: skip
+    """tl.static_print: printed while the kernel compiles (once per specialisation), as Triton does; a tensor
+    prints as its type, since its values exist only at run time."""
+    print(*(describe(a) if isinstance(a, Tensor) else a for a in args), sep=str(sep), end=str(end), flush=True)
 
 
 # ---- shapes --------------------------------------------------------------------------------------

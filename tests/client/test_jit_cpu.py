@@ -182,3 +182,13 @@ def test_a_grid_of_no_programs_launches_nothing() -> None:
     k[(0,)](x, y, o, 0, BLOCK=16)
     k[lambda meta: (0, 3)](x, y, o, 0, BLOCK=16)
     assert (o == 7).all()
+
+
+def test_static_print_prints_once_per_specialisation(capsys: pytest.CaptureFixture) -> None:
+    src = ADD.replace("    mask = offs < n\n", "    mask = offs < n\n    tl.static_print('BLOCK', BLOCK, offs)\n")
+    k = client.jit(src, "add_kernel")
+    x, y, o = _add_args(20)
+    for _ in range(2):
+        k[(1,)](x, y, o, 20, BLOCK=32)
+    k[(1,)](x, y, o, 20, BLOCK=64)
+    assert capsys.readouterr().out.splitlines() == ["BLOCK 32 i32 tile of shape [32]", "BLOCK 64 i32 tile of shape [64]"]
