@@ -41,7 +41,7 @@ class TuneSpec:
     strategy: str = "halving"
     budget: int | None = None
     seed: int = 0
-    kind: str = "source"  # or "ir"
+    kind: str = "source"  # or "bundle" ("ir": not tunable)
     budgets: Budgets = field(default_factory=Budgets)
     launch_budgets: LaunchBudgets = field(default_factory=LaunchBudgets)
     full: Effort = FULL  # how long a config is timed in full, and briefly (successive halving's rounds)
@@ -66,7 +66,12 @@ class Prepared:
 def prepare(spec: TuneSpec) -> Prepared:
     """Read the kernel (ast only), resolve the launch, and fix the configs and the tuning key's strings.
     Raises CompileError for bad source and LaunchError for a bad launch description."""
-    ks = read_kernel(spec.source, spec.name, budgets=spec.budgets)
+    if spec.kind == "bundle":  # a kernel bundle's JSON text (compiler/frontend/bundle.py)
+        from tilec.compiler.pipeline import read_request
+
+        ks = read_request(CompileRequest(text=spec.source, kind="bundle", budgets=spec.budgets))
+    else:
+        ks = read_kernel(spec.source, spec.name, budgets=spec.budgets)
     runtime = [p.name for p in ks.params if not p.constexpr and p.name not in spec.constexprs]
     resolved = resolve(spec.launch, spec.signature, runtime, spec.launch_budgets)
     autotune = ks.autotune

@@ -108,9 +108,9 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
 
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
-    job, source = ctx.write(lambda s: _load(s, job_id))
+    job, source, kind = ctx.write(lambda s: _load(s, job_id))
     try:
-        prepared = prepare(_spec(ctx, job, source))
+        prepared = prepare(_spec(ctx, job, source, kind))
     except (CompileError, LaunchError, ValueError) as exc:
         return _fail(ctx, job_id, f"{type(exc).__name__}: {exc}")
 
@@ -142,19 +142,20 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     return _finish(ctx, job, prepared, outcome, device)
 
 
-def _load(session: Session, job_id: int) -> tuple[TuneJob, str]:
+def _load(session: Session, job_id: int) -> tuple[TuneJob, str, str]:
     job = session.get_one(TuneJob, job_id)
     kernel = crud.get_kernel(session, key=job.kernel_key)
     if kernel is None or kernel.source is None:
         raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
     session.expunge(job)
-    return job, kernel.source
+    return job, kernel.source, kernel.kind  # "source", or "bundle" (its JSON text)
 
 
-def _spec(ctx: WorkerContext, job: TuneJob, source: str) -> TuneSpec:
+def _spec(ctx: WorkerContext, job: TuneJob, source: str, kind: str = "source") -> TuneSpec:
     r, s = job.request, ctx.settings
     return TuneSpec(
         source=source,
+        kind=kind,
         name=r.get("name"),
         signature=r["signature"],
         launch=LaunchDescription.model_validate(r["launch"]),

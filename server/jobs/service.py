@@ -21,7 +21,7 @@ from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 from .. import errors as E
 from ..db import crud
 from ..db.models import Kernel, TuneJob
-from ..service import check_target, read_kernel, register_kernel
+from ..service import check_input, check_target, read_kernel, register_kernel
 from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
@@ -40,7 +40,7 @@ def job_public(job: TuneJob, *, trials: bool = True, attached: bool = False) -> 
 
 
 async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) -> Kernel:
-    given = [k for k in ("kernel_key", "source", "ir") if getattr(body, k) is not None]
+    given = [k for k in ("kernel_key", "source", "ir", "bundle") if getattr(body, k) is not None]
     if len(given) != 1:
         raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_ONE_INPUT)
     if body.ir is not None:
@@ -49,14 +49,11 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
         kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=body.kernel_key or ""))
         if kernel is None:
             raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel")
-        if kernel.kind != "source":
+        if kernel.kind not in ("source", "bundle"):
             raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
         return kernel
-    text = body.source or ""
-    if len(text.encode()) > state.settings.max_source_bytes:
-        limit = state.settings.max_source_bytes
-        raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
-    kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
+    kind, text = check_input(body, state)  # source, or a bundle as its JSON text
+    kernel, _ = await register_kernel(state, kind=kind, text=text, name=body.name, signature=None, token_id=token_id)
     return kernel
 
 
