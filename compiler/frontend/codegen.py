@@ -482,6 +482,8 @@ class ExprGen:
             self.ctx.leave_module(saved)
 
     def call_builtin(self, name: str, args: list, kwargs: dict) -> Any:
+        if name == "print":  # sep=/end=/flush= are the host's business
+            return LIB["print"](self.sem, *args)
         if kwargs:
             raise self.error(f"{name}() takes no keyword arguments here")
         if name in ("min", "max"):
@@ -492,8 +494,6 @@ class ExprGen:
             for v in vals[1:]:
                 acc = self.sem.minmax(name == "max", acc, v)
             return acc
-        if name == "print":
-            return None
         if name == "abs":
             return LIB["abs"](self.sem, *args)
         if name == "range":

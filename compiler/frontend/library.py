@@ -474,10 +474,24 @@ def _assume(sem: Semantic, cond: Any) -> None:
         raise sem.error("tl.assume needs a scalar condition")
 
 
-@api("device_print", "print")
-def _print(sem: Semantic, *args: Any, **kwargs: Any) -> None:
-    """Printing at run time has no op in the tile IR yet: device prints are accepted and dropped."""
-    return None
+@api("device_print")
+def device_print(sem: Semantic, prefix: Any = "", *args: Any, hex: Any = False) -> None:
+    """tl.device_print(prefix, *values): a print op; each element prints as `pid (x, y, z) idx (i, ...) prefix: v`
+    (the cpu target and the reference interpreter print; cuda drops it)."""
+    if not isinstance(prefix, str):
+        args, prefix = (prefix, *args), ""
+    values = [sem.to_tensor(a) for a in args if not isinstance(a, str)]
+    if not values:
+        print(prefix, *(a for a in args if isinstance(a, str)), flush=True)  # nothing at run time: say it now
+        return
+    label = " ".join([prefix.strip(), *(a for a in args if isinstance(a, str))]).strip()
+    sem.b.create("print", [v.value for v in values], [], {"prefix": label, **({"hex": True} if hex else {})})
+
+
+@api("print")
+def _builtin_print(sem: Semantic, *args: Any, **kwargs: Any) -> None:
+    """Python's print in a kernel, as Triton takes it: tl.device_print of its arguments."""
+    device_print(sem, "", *args)
 
 
 @api("static_print")

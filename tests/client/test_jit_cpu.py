@@ -192,3 +192,39 @@ def test_static_print_prints_once_per_specialisation(capsys: pytest.CaptureFixtu
         k[(1,)](x, y, o, 20, BLOCK=32)
     k[(1,)](x, y, o, 20, BLOCK=64)
     assert capsys.readouterr().out.splitlines() == ["BLOCK 32 i32 tile of shape [32]", "BLOCK 64 i32 tile of shape [64]"]
+
+
+PRINTING = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def show(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.device_print("x", x)
+    grid2d = offs[:, None] * 100 + tl.arange(0, 32)[None, :]  # 4 x 32: a big tile on the cpu target
+    print("g", grid2d)
+    tl.device_print("bits", (x > 1.5).to(tl.int32), hex=True)
+"""
+
+
+def _print_lines(pid: int, x: np.ndarray) -> list[str]:
+    lines = [f"pid ({pid}, 0, 0) idx ({i}) x: {float(v):f}" for i, v in enumerate(x)]
+    lines += [f"pid ({pid}, 0, 0) idx ({i}, {j}) g: {i * 100 + j}" for i in range(4) for j in range(32)]
+    lines += [f"pid ({pid}, 0, 0) idx ({i}) bits: 0x{int(v > 1.5):x}" for i, v in enumerate(x)]
+    return lines
+
+
+def test_device_print_prints_every_element_on_cpu_as_the_interpreter_does(capfd: pytest.CaptureFixture) -> None:
+    from tilec.compiler.frontend import build_ir, read_kernel
+    from tilec.compiler.interp import run_kernel
+
+    x = np.array([0.5, 1.5, 2.5, -3.0], np.float32)
+    want = _print_lines(0, x) + _print_lines(1, x)
+    client.jit(PRINTING, "show")[(2,)](x, 4, BLOCK=4)
+    assert capfd.readouterr().out.splitlines() == want
+    module = build_ir(read_kernel(PRINTING, "show"), {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 4})
+    run_kernel(module, "show", [x, np.int32(4)], (2, 1, 1))
+    assert capfd.readouterr().out.splitlines() == want

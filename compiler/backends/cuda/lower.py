@@ -372,6 +372,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
     def op_assert(self, op: Operation) -> None:
         return  # device asserts are off, as in Triton without debug
 
+    def op_print(self, op: Operation) -> None:
+        return  # tl.device_print on cuda (vprintf) is not built yet; the cpu target prints
+
     def op_call(self, op: Operation) -> None:
         raise CompileError(f"cuda: call to @{op.attrs['callee']} was not inlined (run the inline pass)")
 
