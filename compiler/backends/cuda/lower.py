@@ -373,7 +373,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         return  # device asserts are off, as in Triton without debug
 
     def op_print(self, op: Operation) -> None:
-        return  # tl.device_print on cuda (vprintf) is not built yet; the cpu target prints
+        from .printing import lower_print
+
+        lower_print(self, op)
 
     def op_call(self, op: Operation) -> None:
         raise CompileError(f"cuda: call to @{op.attrs['callee']} was not inlined (run the inline pass)")
