@@ -86,7 +86,9 @@ class Resolver:
     def _source_of(self, fn: types.FunctionType) -> tuple[str, str, str, ast.Module]:
         filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
         mod = sys.modules.get(fn.__module__)
-        module_name = fn.__module__ if fn.__module__ and _valid(fn.__module__) else "__main__"
+        module_name = fn.__module__ or "__main__"
+        if not _valid(module_name):  # generated code loaded under an odd name: a name of its own
+            module_name = "_tilec_mod_" + re.sub(r"[^A-Za-z0-9_]", "_", module_name)
         nested = fn.__qualname__ != fn.__name__
         try:
             if nested:  # a jit function defined inside another function: its own text, at its own lines
@@ -148,6 +150,8 @@ class Resolver:
             if (
                 python_function(value) is not None
                 or _constant(value) is not None
+                or _triton_ref(value) is not None  # a shim module's `pow = libdevice.pow`
+                or type(value).__name__ == "ConstexprFunction"
                 or (isinstance(value, types.ModuleType) and len(chain) > 1)
             ):
                 wanted.append((chain, value))

@@ -351,6 +351,8 @@ def _check_contained(
     if target is None or target.split(".")[0] not in roots or ref in mod.pinned:
         return
     for _ in range(16):
+        if target.split(".")[0] not in roots:  # followed out of the bundle's packages (e.g. to triton's)
+            return
         found = mods.resolve(target)
         if found is None:
             break

@@ -37,6 +37,13 @@ FILES = {
         def exp_(x):
             return tl.exp(x)
         """,
+    "tpkg/shim.py": """
+        try:
+            from triton.language.extra.cuda import libdevice
+        except ImportError:
+            from triton.language.extra import libdevice
+        rsqrt2 = libdevice.rsqrt  # a vendor shim: kernels call shim.rsqrt2
+        """,
     "tpkg/entry.py": """
         import triton
 
@@ -67,6 +74,7 @@ FILES = {
         import triton.language as tl
         from .utils import exp_, rsqrt
         from .entry import libentry
+        from . import shim
 
         def do_bench(fn, quantiles=None):
             t0 = time.perf_counter()
@@ -84,7 +92,7 @@ FILES = {
             offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
             m = offs < n
             x = tl.load(x_ptr + offs, mask=m, other=1.0)
-            tl.store(y_ptr + offs, exp_(x) + rsqrt(x * x + 1.0), mask=m)
+            tl.store(y_ptr + offs, exp_(x) + shim.rsqrt2(x * x + 1.0) + rsqrt(x * x + 1.0) - rsqrt(x * x + 1.0), mask=m)
 
         @triton.jit
         def soft(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -142,7 +150,7 @@ def test_a_library_kernel_runs_through_tilec_under_its_own_decorators(tpkg) -> N
     np.testing.assert_allclose(y2.numpy(), np.exp(x2.numpy()) + 1 / np.sqrt(x2.numpy() ** 2 + 1), rtol=1e-5)
     assert tpkg.act.calls == 2
     kernel = tpkg.act.fn.fn.fn.__dict__["_tilec_state"]["kernel"]
-    assert {"tpkg.ops", "tpkg.utils"} <= set(kernel.bundle.modules)
+    assert {"tpkg.ops", "tpkg.utils", "tpkg.shim"} <= set(kernel.bundle.modules)
 
 
 def test_a_kernel_tilec_cannot_compile_runs_under_triton_once_warned(tpkg) -> None:
