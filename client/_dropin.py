@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import types
 import warnings
 from typing import Any
 
@@ -108,12 +109,18 @@ class _Routed:
     __slots__ = ()  # the object's layout stays its class's, so its __class__ can change
 
     def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = _kernel(self)
+        dropped = _STATE.get("triton_options", frozenset())
+        launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS and k not in dropped}
+        if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
+            try:
+                return Warmed(kernel, args, launch, kernel.warm(args, launch))
+            except _FALLBACK_ERRORS as exc:
+                _give_up(self, exc)
+                kernel = None
         if warmup:
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
-        kernel = _kernel(self)
         if kernel is not None:
-            dropped = _STATE.get("triton_options", frozenset())
-            launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS and k not in dropped}
             try:
                 kernel.run(grid, args, launch)
                 with _LOCK:
@@ -150,6 +157,23 @@ class Launched:
         self.kernel.run(tuple(grid) if isinstance(grid, list) else grid, (), {**params, **options})
         with _LOCK:
             _STATS["launched"] += 1
+
+
+class Warmed(Launched):
+    """What a routed `warmup` returns: the handle, with what callers read of Triton's CompiledKernel
+    (registers, spills, shared memory; `_init_handles()` does nothing: the launch loads the binary)."""
+
+    def __init__(self, kernel: Any, args: tuple, kwargs: dict, art: Any) -> None:
+        super().__init__(kernel, args, kwargs)
+        meta = art.metadata
+        self.n_regs = int(meta.get("registers", 0))
+        self.n_spills = int(meta.get("spill_stores", 0))
+        self.metadata = types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name,
+                                              num_warps=int(kwargs.get("num_warps", 4)))  # fmt: skip
+        self.name = art.kernel_name
+
+    def _init_handles(self) -> None:
+        return None
 
 
 def _kernel(obj: Any) -> Any:

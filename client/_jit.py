@@ -223,6 +223,21 @@ class JITKernel:
             self.__dict__.setdefault("_cuda_fast", FastPath(self.params))
             self._cuda_fast.remember(args, kwargs, self.runtime_names(full), art, full)
 
+    def warm(self, args: tuple, kwargs: dict) -> Artifact:
+        """Compile (or fetch) the build a launch with these arguments would use, without launching it
+        (Triton's `kernel.warmup(...)`); an autotuned kernel warms its first config."""
+        args = tuple(host_view(a) for a in args)
+        bound, opts = self.bind(args, {k: host_view(v) for k, v in kwargs.items()})
+        target = select_target(list(bound.values()))
+        config = None
+        if self.ks.autotune is not None and self.ks.autotune.configs:
+            config = self.candidates(bound)[0]
+            full, cfg_opts = self._config_args(bound, config)
+            opts = {**cfg_opts, **opts}
+        else:
+            full = self.complete(bound)
+        return self.artifact(full, CompileOptions(target=target, **opts), config=config)
+
     def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
         """One launch; `how` goes to artifact() (config, remote, tuned)."""
         options = CompileOptions(target="cpu" if target == "cpu" else target, **opts)

@@ -218,3 +218,18 @@ def test_python_m_tilec_run_and_tilec_triton_route_a_script(tmp_path: Path, how:
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['a', 'b'] 1 0"
+
+
+def test_warmup_builds_through_tilec_and_its_handle_launches(tpkg) -> None:
+    """Triton's tutorial pattern: `k = kernel.warmup(...)`, read `k.n_regs` / `k.metadata.shared`, then
+    `k[grid](*every_argument)`; each launch goes through tilec."""
+    x = torch.randn(300)
+    y = torch.zeros(300)
+    before = tilec.stats()["launched"]
+    handle = tpkg.soft.warmup(x, y, 300, BLOCK=512, grid=(1,))
+    handle._init_handles()
+    assert handle.n_regs >= 0 and handle.metadata.shared >= 0 and tilec.stats()["launched"] == before
+    handle[(1, 1, 1)](x, y, 300, 512)
+    e = np.exp(x.numpy() - x.numpy().max())
+    np.testing.assert_allclose(y.numpy(), e / e.sum(), rtol=1e-5, atol=1e-7)
+    assert tilec.stats()["launched"] == before + 1
