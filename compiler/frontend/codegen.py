@@ -21,7 +21,7 @@ from .reader import KernelSource, ModuleInfo, canonical_module
 from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
 from .types import BlockPtrType, BlockType, DType
 
-PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance")
+PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance", "str", "tuple")
 TENSOR_METHODS = {
     "to": lambda sem, x, dtype, fp_downcast_rounding=None, bitcast=False: cast(sem, x, dtype, None, bitcast),
     "sum": LIB["sum"], "max": LIB["max"], "min": LIB["min"], "argmax": LIB["argmax"], "argmin": LIB["argmin"],
@@ -484,6 +484,8 @@ class ExprGen:
     def call_builtin(self, name: str, args: list, kwargs: dict) -> Any:
         if name == "print":  # sep=/end=/flush= are the host's business
             return LIB["print"](self.sem, *args)
+        if name == "isinstance" and len(args) == 2 and not kwargs:
+            return self.is_instance(args[0], args[1])
         if kwargs:
             raise self.error(f"{name}() takes no keyword arguments here")
         if name in ("min", "max"):
@@ -501,9 +503,31 @@ class ExprGen:
         if any(isinstance(a, Tensor) for a in args) or len(args) != 1 or name == "isinstance":
             raise self.error(f"{name}() only works on compile-time values here")
         try:
-            return {"len": len, "int": int, "float": float, "bool": bool}[name](args[0])
+            return {"len": len, "int": int, "float": float, "bool": bool, "str": str, "tuple": tuple}[name](args[0])
         except (TypeError, ValueError, OverflowError) as exc:
             raise self.error(f"{name}() failed: {exc}") from None
+
+    def is_instance(self, x: Any, cls: Any) -> bool:
+        """isinstance(x, tl.tensor | tl.tensor_descriptor | tl.constexpr | tl.dtype | int | float | bool |
+        str | tuple), decided at compile time, as Triton's frontend decides it."""
+        if isinstance(cls, (tuple, list)):
+            return any(self.is_instance(x, c) for c in cls)
+        name = cls.name if isinstance(cls, (QualName, Builtin)) else None
+        if isinstance(cls, DType) or name is None:
+            raise self.error(f"isinstance() against {describe(cls)} is not supported in kernels")
+        short = name.replace("triton.language.core.", "triton.language.")
+        if short == "triton.language.tensor":
+            return isinstance(x, Tensor)
+        if short in ("triton.language.tensor_descriptor", "triton.language.tensor_descriptor_base"):
+            return isinstance(x, Aggregate) and not isinstance(x, BlockPtr)
+        if short == "triton.language.constexpr":
+            return not isinstance(x, (Tensor, Aggregate))
+        if short == "triton.language.dtype":
+            return isinstance(x, DType)
+        py = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple}.get(name)
+        if py is None:
+            raise self.error(f"isinstance() against {name} is not supported in kernels")
+        return isinstance(x, py)
 
     def combine_call(self, name: str, args: list, kwargs: dict) -> Any:
         """tl.reduce(input, axis, combine_fn, keep_dims), tl.associative_scan(input, axis, combine_fn,

@@ -84,6 +84,23 @@ def optional_weight(x_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x, mask=offs < n)
 
 
+@triton.jit
+def _maybe_make_tensor_desc(desc_or_ptr, shape, strides, block_shape):
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@triton.jit
+def uses_isinstance(x_ptr, out_ptr, N: tl.constexpr):
+    d = _maybe_make_tensor_desc(x_ptr, [N], [1], [N])
+    v = d.load([0])
+    if isinstance(v, tl.tensor) and not isinstance(d, tl.tensor):  # (the interpreter has no constexpr objects)
+        v = v * 2
+    tl.store(out_ptr + tl.arange(0, N), v)
+
+
 @triton.constexpr_function
 def padded(n, multiple=16):
     return ((n + multiple - 1) // multiple) * multiple
@@ -109,6 +126,7 @@ def calls(torch, ns):
     o = torch.zeros(16); ns.optional_weight[(1,)](x16, None, o, 10, BLOCK=16); out["no_weight"] = o
     o = torch.zeros(16); ns.optional_weight[(1,)](x16, x16, o, 10, BLOCK=16); out["weight"] = o
     o = torch.zeros(40); ns.uses_constexpr_function[(1,)](o, N=20); out["constexpr_function"] = o
+    o = torch.zeros(16); ns.uses_isinstance[(1,)](x16, o, N=16); out["isinstance"] = o
     return {k: v.numpy() for k, v in out.items()}
 """
 
