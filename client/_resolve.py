@@ -176,10 +176,14 @@ class Resolver:
         return name
 
     def _classify(self, value: Any) -> dict | None:
-        if type(value).__name__ == "ConstexprFunction" and isinstance(getattr(value, "fn", None), types.FunctionType):
+        if type(value).__name__ == "ConstexprFunction" and isinstance(
+            getattr(value, "fn", None), types.FunctionType
+        ):
             if value.fn.__module__.startswith("triton."):
                 return _triton_ref(value)
-            module_name, *_ = self._source_of(value.fn)  # its text goes with the bundle, it runs in the compiler
+            module_name, *_ = self._source_of(
+                value.fn
+            )  # its text goes with the bundle, it runs in the compiler
             return {"cfn": f"{module_name}:{value.fn.__name__}"}
         fn = python_function(value)
         if fn is not None and fn.__module__.startswith("triton."):  # Triton's own library (tl.sum is @jit)

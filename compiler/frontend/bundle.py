@@ -249,8 +249,11 @@ def _apply_pins(read: dict[str, tuple[ModuleInfo, SourceInfo]], name: str, pins:
                     filename=info.filename,
                 )
             tmod = read[target][0]
-            if fname not in tmod.jit_functions and fname not in tmod.other_functions \
-                    and fname not in tmod.constexpr_functions:
+            if (
+                fname not in tmod.jit_functions
+                and fname not in tmod.other_functions
+                and fname not in tmod.constexpr_functions
+            ):
                 raise CompileError(
                     f"{where} names '{value}': module '{target}' has no function '{fname}'",
                     filename=info.filename,

@@ -124,7 +124,9 @@ def tpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
-    saved = dict(_dropin._STATS, reasons=dict(_dropin._STATS["reasons"]), kernels=set(_dropin._STATS["kernels"]))
+    saved = dict(
+        _dropin._STATS, reasons=dict(_dropin._STATS["reasons"]), kernels=set(_dropin._STATS["kernels"])
+    )
     tilec.install()
     try:
         yield importlib.import_module("tpkg.ops")

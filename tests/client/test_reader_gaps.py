@@ -138,7 +138,9 @@ def gaps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("gapk", "gapcalls"):
         sys.modules.pop(name, None)
-    saved = dict(_dropin._STATS, reasons=dict(_dropin._STATS["reasons"]), kernels=set(_dropin._STATS["kernels"]))
+    saved = dict(
+        _dropin._STATS, reasons=dict(_dropin._STATS["reasons"]), kernels=set(_dropin._STATS["kernels"])
+    )
     tilec.install(strict=True)
     try:
         yield importlib.import_module("gapk"), importlib.import_module("gapcalls")
