@@ -235,3 +235,32 @@ def test_warmup_builds_through_tilec_and_its_handle_launches(tpkg) -> None:
     e = np.exp(x.numpy() - x.numpy().max())
     np.testing.assert_allclose(y.numpy(), e / e.sum(), rtol=1e-5, atol=1e-7)
     assert tilec.stats()["launched"] == before + 1
+
+
+def test_a_kernel_of_generated_code_outside_sys_modules(tpkg, tmp_path: Path) -> None:
+    """Code generators (FlagGems' pointwise_dynamic) write a file and load it without sys.modules: the
+    resolver reads the function's own file."""
+    import importlib.util
+
+    path = tmp_path / "gen_abs_0.py"
+    path.write_text(
+        textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def abs_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            tl.store(o_ptr + offs, tl.abs(tl.load(x_ptr + offs, mask=m)), mask=m)
+        """)
+    )
+    spec = importlib.util.spec_from_file_location("gen_abs_0", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "gen_abs_0" not in sys.modules
+    x, out = torch.randn(100), torch.empty(100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to Triton
+        module.abs_kernel[(2,)](x, out, 100, BLOCK=64)
+    assert torch.equal(out, x.abs())
