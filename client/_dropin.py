@@ -186,7 +186,8 @@ def _kernel(obj: Any) -> Any:
         state = obj.__dict__["_tilec_state"] = {"kernel": None}
         server = os.environ.get("TILEC_URL") or None
         try:
-            state["kernel"] = JITKernel(None, bundle=resolve(obj.fn), server=server)
+            state["kernel"] = kernel = JITKernel(None, bundle=resolve(obj.fn), server=server)
+            kernel.debug = bool(getattr(obj, "debug", False)) or os.environ.get("TRITON_DEBUG") == "1"
         except _FALLBACK_ERRORS as exc:
             _give_up(obj, exc)
     return state["kernel"]

@@ -70,6 +70,7 @@ class JITKernel:
         self.fn: Any = None  # the Python function, when made by @tilec.jit
         self.host_heuristics: dict[str, Callable] = {}  # @tilec.heuristics: parameter -> fn(args)
         self.host_autotune: Any = None  # @tilec.autotune (client/_decorators.py HostAutotune)
+        self.debug = False  # CompileOptions.debug: cuda checks device asserts (the drop-in: TRITON_DEBUG=1)
         if bundle is not None:
             self._set_bundle(bundle)
         else:
@@ -168,7 +169,8 @@ class JITKernel:
         )
         art = self.cache.get(key)
         if art is None:
-            build = self._build(specs, constexprs, options, config) if remote and self.builds else None
+            shareable = remote and self.builds and not options.debug  # the service builds without debug
+            build = self._build(specs, constexprs, options, config) if shareable else None
             art, where = self.builds.get(build, self.source, self.name, tuned, self.kind) if build else (None, "here")
             if art is None:
                 signature = {n: s.type for n, s in specs.items()}
@@ -240,7 +242,7 @@ class JITKernel:
 
     def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
         """One launch; `how` goes to artifact() (config, remote, tuned)."""
-        options = CompileOptions(target="cpu" if target == "cpu" else target, **opts)
+        options = CompileOptions(target="cpu" if target == "cpu" else target, debug=self.debug, **opts)
         art = self.artifact(full, options, **how)
         g = check_grid(grid, full)
         runtime_args = [full[n] for n in self.runtime_names(full)]

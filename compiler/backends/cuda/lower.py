@@ -33,8 +33,9 @@ LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multipl
 
 class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering, WgmmaLowering, MmaLowering,
                    MemoryLowering, ReduceLowering, ShapeLowering):
-    def __init__(self, fn: Function, sm: int):
+    def __init__(self, fn: Function, sm: int, debug: bool = False):
         self.src = fn
+        self.debug = debug  # CompileOptions.debug: device asserts are checked (Triton's debug mode)
         self.plan = read_layouts(fn)
         self.pipes = read_pipeline(fn, self.plan)
         self._rings: dict = {}
@@ -370,7 +371,11 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.barrier()
 
     def op_assert(self, op: Operation) -> None:
-        return  # device asserts are off, as in Triton without debug
+        if not self.debug:
+            return  # device asserts are off, as in Triton without debug
+        from .printing import lower_assert
+
+        lower_assert(self, op)
 
     def op_print(self, op: Operation) -> None:
         from .printing import lower_print
@@ -386,9 +391,10 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.smem_dirty = False
 
 
-def lower_kernel(fn: Function, sm: int) -> tuple[ir.Module, dict]:
-    """`fn`, annotated by the cuda passes, as an NVVM module; and its launch metadata."""
-    low = CudaLowering(fn, sm)
+def lower_kernel(fn: Function, sm: int, debug: bool = False) -> tuple[ir.Module, dict]:
+    """`fn`, annotated by the cuda passes, as an NVVM module; and its launch metadata. `debug`: check
+    device asserts (a failing one calls __assertfail, which stops the kernel as Triton's debug mode does)."""
+    low = CudaLowering(fn, sm, debug)
     module = low.lower()
     info = {
         "num_warps": low.num_warps,

@@ -93,3 +93,27 @@ def _cstring(module: ir.Module, text: str) -> ir.Value:
     g.global_constant = True
     g.initializer = ir.Constant(arr, data)
     return g
+
+
+def lower_assert(lw, op: Operation) -> None:  # noqa: ANN001 - lower.CudaLowering
+    """tl.device_assert in debug mode: where an element of the condition is false, the thread that holds it
+    calls __assertfail(message, file, line, function, 1): the kernel stops and the launch fails."""
+    b = lw.b
+    fail = lw.module.globals.get("__assertfail") or ir.Function(
+        lw.module, ir.FunctionType(ir.VoidType(), [GENERIC, GENERIC, I32, GENERIC, I64]), "__assertfail")  # fmt: skip
+    loc = op.loc
+    msg = _cstring(lw.module, op.attrs["message"] or "device assertion failed")
+    file = _cstring(lw.module, str(getattr(loc, "file", "") or "<kernel>"))
+    func = _cstring(lw.module, lw.src.name)
+    line = ir.Constant(I32, int(getattr(loc, "line", 0) or 0))
+    v = op.operands[0]
+    if isinstance(v.type, TileType):
+        lay = lw.layout_of(v)
+        regs = [lw.get(v, lay)[r] for r in lw.unique_regs(lay)]
+    else:
+        regs = [lw.get(v)]
+    for c in regs:
+        ok = c if c.type == ir.IntType(1) else b.icmp_unsigned("!=", c, ir.Constant(c.type, 0))
+        with b.if_then(b.not_(ok), likely=False):
+            args = [b.addrspacecast(g, GENERIC) for g in (msg, file)]
+            b.call(fail, [*args, line, b.addrspacecast(func, GENERIC), ir.Constant(I64, 1)])

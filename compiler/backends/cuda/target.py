@@ -92,7 +92,7 @@ def llir(module: Module, meta: dict) -> str:
     from .lower import lower_kernel
 
     fn = module.kernels[0]
-    ll, info = lower_kernel(fn, _sm(meta))
+    ll, info = lower_kernel(fn, _sm(meta), debug=meta["options"].debug)
     meta.update(info)
     return grid_constant_params(_with_attrs(str(ll), fn.name, info["threads_per_block"]))
 
