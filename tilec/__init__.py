@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from typing import Any
 
@@ -62,7 +63,12 @@ __all__ = sorted(_PUBLIC)
 
 
 if os.environ.get("TILEC_TRITON") == "1":  # route @triton.jit kernels from here on (client/_dropin.py)
-    importlib.import_module("tilec.client").install()
+    if importlib.util.find_spec("triton") is None:
+        import warnings
+
+        warnings.warn("TILEC_TRITON=1 but triton is not installed: nothing to route", RuntimeWarning, stacklevel=2)
+    else:
+        importlib.import_module("tilec.client").install()
 
 
 def __getattr__(name: str) -> Any:
