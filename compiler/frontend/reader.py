@@ -396,11 +396,16 @@ def read_decorators(fn: ast.FunctionDef, mod: ModuleInfo, env: dict, info: Sourc
     autotune: AutotuneSpec | None = None
     heuristics: dict[str, str] = {}
     spec: inductor.InductorSpec | None = None
-    for d in fn.decorator_list:
+    names = [mod.dotted(d.func if isinstance(d, ast.Call) else d) for d in fn.decorator_list]
+    jit_at = names.index("triton.jit") if "triton.jit" in names else len(names)
+    for i, d in enumerate(fn.decorator_list):
         target = d.func if isinstance(d, ast.Call) else d
-        name = mod.dotted(target)
+        name = names[i]
         if name == "triton.jit":
             continue
+        if i < jit_at and not (name or "").startswith(("triton.", inductor.HEURISTICS_MODULE)):
+            continue  # a library's host wrapper over the jit function (a launch cache...): host code, as under
+            # Triton it never changes the kernel's body; its launch behaviour is the host's (the drop-in keeps it)
         if name is not None and name.startswith(inductor.HEURISTICS_MODULE + "."):
             if spec is not None:
                 raise info.error(d, "one @triton_heuristics decorator per kernel", UnsupportedSyntaxError)
