@@ -153,8 +153,15 @@ class Launched:
             raise ArgumentError(f"{self.kernel.name}: {len(args)} arguments for {len(order)} parameters")
         call = {**self.given, **dict(zip(order, args, strict=False)), **kwargs}
         options = {k: v for k, v in call.items() if k not in self.names and k not in _TRITON_ONLY_OPTIONS}
-        params = {k: v for k, v in call.items() if k in self.names}
-        self.kernel.run(tuple(grid) if isinstance(grid, list) else grid, (), {**params, **options})
+        positional: list = []
+        for n in self.names:  # positional as far as they go (the shape a warm launch's fast path takes)
+            if n not in call:
+                break
+            positional.append(call.pop(n))
+        rest = {k: v for k, v in call.items() if k in self.names}
+        self.kernel.run(
+            tuple(grid) if isinstance(grid, list) else grid, tuple(positional), {**rest, **options}
+        )
         with _LOCK:
             _STATS["launched"] += 1
 
