@@ -6,6 +6,8 @@ target; with a server, builds come from it and a verified local cache), `load_in
 from tilec.runtime.launch import BF16Array, as_bf16
 from tilec.runtime.tensordesc import TensorDescriptor
 
+from ._decorators import Config, autotune, cdiv, heuristics, jit, next_power_of_2
+from ._dropin import install, stats, uninstall
 from ._exceptions import (
     ArchMismatchError,
     ArgumentError,
@@ -22,7 +24,7 @@ from ._exceptions import (
     VerificationError,
 )
 from ._index import IndexedKernel, KernelIndex, load_index
-from ._jit import JITKernel, jit
+from ._jit import JITKernel
 
 # The HTTP client (httpx, pydantic) loads on first use: a launch from the local cache does not need it.
 _HTTP = ("AsyncClient", "AuthError", "Client", "NotFoundError", "ServiceError", "ServiceUnavailable")
@@ -45,6 +47,7 @@ __all__ = [
     "BadSignatureError",
     "BinaryMismatchError",
     "Client",
+    "Config",
     "GridError",
     "IndexedKernel",
     "JITKernel",
@@ -62,6 +65,13 @@ __all__ = [
     "UntrustedKeyError",
     "VerificationError",
     "as_bf16",
+    "autotune",
+    "cdiv",
+    "heuristics",
+    "install",
     "jit",
     "load_index",
+    "next_power_of_2",
+    "stats",
+    "uninstall",
 ]

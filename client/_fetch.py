@@ -62,13 +62,13 @@ class Build:
 
         return artifact_key(self.kernel_key, self.spec, self.config, self.target, compiler_version)
 
-    def compile_body(self, source: str, name: str) -> Any:
-        """The POST /v1/compile body for this build of `source`."""
+    def compile_body(self, source: str, name: str, kind: str = "source") -> Any:
+        """The POST /v1/compile body for this build of `source` (a bundle's JSON text when `kind` is bundle)."""
         from tilec.wire import CompileCreate, ConfigSpec
 
         config = ConfigSpec(kwargs=self.config["kwargs"], num_warps=self.config["num_warps"],
                             num_stages=self.config["num_stages"])  # fmt: skip
-        return CompileCreate(source=source, name=name, signature=self.signature, constexprs=self.constexprs,
+        return CompileCreate(**kernel_input(source, kind), name=name, signature=self.signature, constexprs=self.constexprs,
                              hints=self.hints, config=config, target=self.target)  # fmt: skip
 
 
@@ -127,3 +127,12 @@ def fetch(
         binary = client.download(body.artifact_id, binary_form(target))
     verify(manifest, binary, target=target, trusted=trusted)
     return Fetched(manifest, binary, downloaded)
+
+
+def kernel_input(source: str, kind: str) -> dict[str, Any]:
+    """The wire field that carries a kernel: its source text, or a bundle (its JSON text, as an object)."""
+    if kind == "bundle":
+        import json
+
+        return {"bundle": json.loads(source)}
+    return {"source": source}

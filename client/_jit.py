@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from tilec.compiler.artifact import Artifact, CompileOptions
-from tilec.compiler.pipeline import compile_kernel
+from tilec.compiler.pipeline import compile_request
+from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune.keys import tuning_key
 from tilec.runtime.grid import check_grid
-from tilec.runtime.launch import ArgSpec, BF16Array, launch, select_target, specialise
+from tilec.runtime.launch import ArgSpec, BF16Array, host_view, launch, select_target, specialise
 from tilec.runtime.tensordesc import is_descriptor
 
 from ._exceptions import ArchMismatchError, ArgumentError
@@ -41,25 +42,42 @@ _TRIALS = 3
 
 
 def _read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
-    text = str(source_or_path)
-    if "\n" not in text and len(text) < 4096 and Path(text).is_file():
-        return Path(text).read_text(), text
+    """Source text, or a path to a file (a PathLike, or one line that names a .py file or has a slash):
+    a path that does not exist is a FileNotFoundError, not source with a syntax error."""
+    text = os.fspath(source_or_path)
+    if isinstance(source_or_path, os.PathLike) or ("\n" not in text and len(text) < 4096 and (
+            text.endswith(".py") or os.sep in text or Path(text).is_file())):  # fmt: skip
+        path = Path(text)
+        if not path.is_file():
+            raise FileNotFoundError(f"no kernel file at {text}")
+        return path.read_text(), text
     return text, "<source>"
 
 
 class JITKernel:
     """A kernel read from source; index it with a grid to launch."""
 
+    _tilec_jit = True  # client/_resolve.py: a jit function's wrapper (its `fn`, when made from one)
+
     def __init__(
-        self, source_or_path: str | os.PathLike, name: str | None = None, *, server: Any = None,
-        trusted_keys: Any = None, cache: Any = None,
+        self, source_or_path: str | os.PathLike | None, name: str | None = None, *, server: Any = None,
+        trusted_keys: Any = None, cache: Any = None, bundle: Any = None,
     ) -> None:  # fmt: skip
         """`server`: a Client or a URL that builds and shares (None: none); `trusted_keys`: TrustedKeys or
-        their text (None: TILEC_TRUSTED_KEYS); `cache`: a LocalCache or its directory (None: the default)."""
+        their text (None: TILEC_TRUSTED_KEYS); `cache`: a LocalCache or its directory (None: the default);
+        `bundle`: a kernel bundle (compiler/frontend/bundle.py) instead of source, as the resolver makes."""
         from tilec.compiler.frontend import read_kernel
 
-        self.source, filename = _read_source(source_or_path)
-        self.ks = read_kernel(self.source, name, filename=filename)
+        self.fn: Any = None  # the Python function, when made by @tilec.jit
+        self.host_heuristics: dict[str, Callable] = {}  # @tilec.heuristics: parameter -> fn(args)
+        self.host_autotune: Any = None  # @tilec.autotune (client/_decorators.py HostAutotune)
+        self.debug = False  # CompileOptions.debug: cuda checks device asserts (the drop-in: TRITON_DEBUG=1)
+        if bundle is not None:
+            self._set_bundle(bundle)
+        else:
+            self.kind = "source"
+            self.source, filename = _read_source(source_or_path)
+            self.ks = read_kernel(self.source, name, filename=filename)
         self.name = self.ks.name
         self.params = self.ks.params
         self.cache: dict[tuple, Artifact] = {}
@@ -71,6 +89,14 @@ class JITKernel:
         self.builds = ServerBuilds(self.shared, trusted_keys, cache) if self.shared is not None else None
         # tuning key -> (its parts as the service has them, the server's lookup answer)
         self._tuned: dict[tuple, tuple[dict, Any]] = {}
+
+    def _set_bundle(self, bundle: Any) -> None:
+        from tilec.compiler.frontend.bundle import bundle_json, read_bundle
+
+        self.kind = "bundle"
+        self.bundle = bundle
+        self.source = bundle_json(bundle)  # what compiles and keys carry
+        self.ks = read_bundle(bundle)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         return lambda *args, **kwargs: self.run(grid, args, kwargs)
@@ -108,6 +134,9 @@ class JITKernel:
         for pname, text in self.ks.heuristics.items():
             if pname not in bound:
                 full[pname] = evaluate_heuristic(text, full)
+        for pname, fn in self.host_heuristics.items():  # in order, each sees those before it, as in Triton
+            if pname not in bound:
+                full[pname] = fn(full)
         missing = [p.name for p in self.params if p.name not in full]
         if missing:
             raise ArgumentError(f"{self.name} is missing argument(s) {', '.join(repr(m) for m in missing)}")
@@ -141,17 +170,23 @@ class JITKernel:
         )
         art = self.cache.get(key)
         if art is None:
-            build = self._build(specs, constexprs, options, config) if remote and self.builds else None
-            art, where = self.builds.get(build, self.source, self.name, tuned) if build else (None, "here")
+            shareable = remote and self.builds and not options.debug  # the service builds without debug
+            build = self._build(specs, constexprs, options, config) if shareable else None
+            art, where = self.builds.get(build, self.source, self.name, tuned, self.kind) if build else (None, "here")
             if art is None:
                 signature = {n: s.type for n, s in specs.items()}
                 hints = {n: dict(s.hints) for n, s in specs.items() if s.hints}
-                art = compile_kernel(self.source, self.name, signature=signature, constexprs=constexprs, hints=hints,
-                                     options=options, emit="object" if options.target == "cpu" else "cubin")  # fmt: skip
+                art = self.compile(signature, constexprs, hints, options, "object" if options.target == "cpu" else "cubin")
             self.obtained[where] += 1
             self.compile_count += 1
             self.cache[key] = art
         return art
+
+    def compile(self, signature: dict, constexprs: dict, hints: dict, options: CompileOptions, emit: str) -> Artifact:
+        """Compile here, from the kernel already read (so errors name its file)."""
+        request = CompileRequest(text=self.source, kind=self.kind, name=self.name, signature=signature,
+                                 constexprs=constexprs, hints=hints, options=options, emit=emit)  # fmt: skip
+        return compile_request(request, self.ks)
 
     def _build(self, specs: dict[str, ArgSpec], constexprs: dict[str, Any], options: CompileOptions,
                config: Any) -> Any:  # fmt: skip
@@ -176,6 +211,8 @@ class JITKernel:
         fast = self.__dict__.get("_cuda_fast")
         if fast is not None and fast.launch(grid, args, kwargs):
             return  # warm cuda launch (runtime/cuda.py FastPath)
+        args = tuple(host_view(a) for a in args)  # torch CPU tensors: NumPy views, for the cpu target
+        kwargs = {k: host_view(v) for k, v in kwargs.items()}
         bound, opts = self.bind(args, kwargs)
         target = select_target(list(bound.values()))
         if self.ks.autotune is not None and self.ks.autotune.configs:
@@ -200,9 +237,24 @@ class JITKernel:
             names |= _named_in(text, params)
         return names
 
+    def warm(self, args: tuple, kwargs: dict) -> Artifact:
+        """Compile (or fetch) the build a launch with these arguments would use, without launching it
+        (Triton's `kernel.warmup(...)`); an autotuned kernel warms its first config."""
+        args = tuple(host_view(a) for a in args)
+        bound, opts = self.bind(args, {k: host_view(v) for k, v in kwargs.items()})
+        target = select_target(list(bound.values()))
+        config = None
+        if self.ks.autotune is not None and self.ks.autotune.configs:
+            config = self.candidates(bound)[0]
+            full, cfg_opts = self._config_args(bound, config)
+            opts = {**cfg_opts, **opts}
+        else:
+            full = self.complete(bound)
+        return self.artifact(full, CompileOptions(target=target, **opts), config=config)
+
     def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
         """One launch; `how` goes to artifact() (config, remote, tuned)."""
-        options = CompileOptions(target="cpu" if target == "cpu" else target, **opts)
+        options = CompileOptions(target="cpu" if target == "cpu" else target, debug=self.debug, **opts)
         art = self.artifact(full, options, **how)
         g = check_grid(grid, full)
         runtime_args = [full[n] for n in self.runtime_names(full)]
@@ -223,9 +275,8 @@ class JITKernel:
                       stacklevel=4)  # fmt: skip
         specs, constexprs = self.specialisation(full)
         target = refused.device_target
-        ptx = compile_kernel(self.source, self.name, signature={n: s.type for n, s in specs.items()},
-                             constexprs=constexprs, hints={n: dict(s.hints) for n, s in specs.items() if s.hints},
-                             options=replace(options, target=target), emit="ptx")  # fmt: skip
+        ptx = self.compile({n: s.type for n, s in specs.items()}, constexprs,
+                           {n: dict(s.hints) for n, s in specs.items() if s.hints}, replace(options, target=target), "ptx")
         rebuilt = Artifact(target=target, kernel_name=ptx.kernel_name, binary=ptx.ptx.encode() + b"\0", ptx=ptx.ptx,
                            metadata=dict(ptx.metadata), compiler_version=ptx.compiler_version)  # fmt: skip
         for key, held in list(self.cache.items()):
@@ -267,10 +318,36 @@ class JITKernel:
         key = self.tuning_key(bound)
         cfg = self.best_configs.get(key)
         if cfg is None:
-            cfg = self._choose(grid, bound, opts, target, key)
+            cfg = self._host_config(self._choose(grid, bound, opts, target, key))
+            self.best_configs[key] = cfg
         full, cfg_opts = self._config_args(bound, cfg)
+        _config_pre_hook(cfg, full)
         art = self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
         return art, full
+
+    def candidates(self, bound: dict[str, Any]) -> list[Any]:
+        """The configs to time for these arguments: the decorator's, pruned here by prune_configs_by."""
+        if self.host_autotune is None:
+            return list(self.ks.autotune.configs)
+        return self.host_autotune.prune(list(self.host_autotune.configs), self.complete_loose(bound))
+
+    def complete_loose(self, bound: dict[str, Any]) -> dict[str, Any]:
+        """The arguments with defaults filled in, for host hooks (constexprs a config sets may be absent)."""
+        full = dict(bound)
+        for p in self.params:
+            if p.name not in full and p.has_default:
+                full[p.name] = p.default
+        return full
+
+    def _host_config(self, cfg: Any) -> Any:
+        """A config found elsewhere (the server, the local cache) as the decorator's own object, with its
+        pre_hook, when one has the same meta-parameters, warps and stages."""
+        if self.host_autotune is None:
+            return cfg
+        for c in self.host_autotune.configs:
+            if (c.kwargs, c.num_warps, c.num_stages) == (dict(cfg.kwargs), cfg.num_warps or 4, cfg.num_stages or 3):
+                return c
+        return cfg
 
     def _choose(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> Any:
         """The config for a new tuning key: the server's shared result, else a local tune (published)."""
@@ -288,7 +365,9 @@ class JITKernel:
             self.best_configs[key] = found
             return found
         best, timings = self._tune(grid, bound, opts, target, key)
-        agreed = self.shared.publish(self.source, self.name, where, timings)
+        if not timings:  # one config: nothing was timed, nothing to share
+            return best
+        agreed = self.shared.publish(self.source, self.name, where, timings, self.kind)
         if agreed is not None:  # another rank may have published a faster config first: launch the shared one
             self.best_configs[key] = best = agreed
         return best
@@ -300,6 +379,11 @@ class JITKernel:
         after each trial run, so tuning leaves them as the one real run after it finds them; the decorator's
         reset_to_zero arguments are zeroed before each run, the real one included."""
         spec = self.ks.autotune
+        configs = self.candidates(bound)
+        host = self.host_autotune
+        if len(configs) == 1:  # nothing to choose between, as in Triton: no timing
+            self.best_configs[key] = configs[0]
+            return configs[0], []
         saved = {k: (v, snap) for k, v in bound.items() if (snap := _snapshot(v)) is not None}
         unknown = sorted(set(spec.reset_to_zero) - set(saved))
         if unknown:
@@ -308,11 +392,16 @@ class JITKernel:
             )
         zero = [bound[k] for k in spec.reset_to_zero]
         timings = []
-        for cfg in spec.configs:
+        for cfg in configs:
             full, cfg_opts = self._config_args(bound, cfg)
 
-            def trial(full=full, cfg_opts=cfg_opts) -> None:
+            def trial(full=full, cfg_opts=cfg_opts, cfg=cfg) -> None:
+                if host is not None and host.pre_hook is not None:
+                    host.pre_hook(full)
+                _config_pre_hook(cfg, full)
                 self._run_once(grid, full, {**cfg_opts, **opts}, target, remote=False)  # trials build here
+                if host is not None and host.post_hook is not None:
+                    host.post_hook(full, None)
 
             timings.append((cfg, _time_config(trial, target, zero, saved.values())))
         _zero(zero)
@@ -387,6 +476,12 @@ def _cuda_time(trial: Callable[[], None], zero: list[Any]) -> float | None:
     torch.cuda.synchronize()
     ms = sorted(start.elapsed_time(end) for start, end in events)
     return ms[len(ms) // 2] / 1e3
+
+
+def _config_pre_hook(cfg: Any, full: dict[str, Any]) -> None:
+    hook = getattr(cfg, "pre_hook", None)
+    if hook is not None:
+        hook(full)
 
 
 def _wire_value(value: Any) -> bool:

@@ -71,7 +71,8 @@ class SharedResults:
             return None, None
         return config, found
 
-    def publish(self, source: str, name: str, where: dict[str, str], timings: list) -> ConfigSpec | None:
+    def publish(self, source: str, name: str, where: dict[str, str], timings: list,
+                kind: str = "source") -> ConfigSpec | None:  # fmt: skip
         """Record every timed config; the service's best config for the key afterwards, or None when the
         result could not be published (the local result stands)."""
         from ._client import ServiceError
@@ -86,7 +87,9 @@ class SharedResults:
             for c, seconds in timings
         ]  # fmt: skip
         try:
-            self.client().submit_kernel(KernelCreate(source=source, name=name))
+            from ._fetch import kernel_input
+
+            self.client().submit_kernel(KernelCreate(**kernel_input(source, kind), name=name))
             result = self.client().record_tuning(TuningResultCreate(**where, trials=trials))
         except ServiceError as exc:
             self.publishing = False
@@ -165,7 +168,7 @@ class ServerBuilds:
     # builds
 
     def get(
-        self, build: Any, source: str, name: str, tuned: tuple[dict, Any] | None = None
+        self, build: Any, source: str, name: str, tuned: tuple[dict, Any] | None = None, kind: str = "source"
     ) -> tuple[Artifact | None, str]:
         """(the verified artifact, "disk" or "server"), or (None, "here") when this process is to build it.
         `tuned`: the tuning key's parts and the server's answer for it, when the build is that key's config."""
@@ -176,7 +179,7 @@ class ServerBuilds:
 
             where = "server"
             try:
-                art = self._from_server(build, source, name, entry, tuned[1] if tuned else None)
+                art = self._from_server(build, source, name, entry, tuned[1] if tuned else None, kind)
             except AuthError as exc:
                 if exc.status == 403:  # a read-only token: the server serves what exists and builds nothing
                     self.compiling = False
@@ -212,7 +215,7 @@ class ServerBuilds:
         return to_artifact(body, binary), entry
 
     def _from_server(
-        self, build: Any, source: str, name: str, entry: dict | None, result: Any
+        self, build: Any, source: str, name: str, entry: dict | None, result: Any, kind: str = "source"
     ) -> Artifact | None:
         """The artifact the cache entry names, else the tuning result's build when it is this build, else
         the build the server already holds (its artifact key computed here, with the server's compiler
@@ -240,7 +243,7 @@ class ServerBuilds:
             return self._keep(manifest, build)
         if not self.compiling:
             return None
-        public = client.compile(build.compile_body(source, name))
+        public = client.compile(build.compile_body(source, name, kind))
         manifest = client.manifest(public.id)
         check_build(manifest.manifest, build)
         return self._keep(manifest, build)
@@ -274,3 +277,4 @@ def _config(value: Any) -> ConfigSpec | None:
     if any(v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1) for v in options):
         return None
     return ConfigSpec(dict(value["kwargs"]), *options)
+

@@ -69,6 +69,15 @@ def compile_kernel(
 StageCheck = Callable[[str, dict], None]
 
 
+def read_request(request: CompileRequest) -> KernelSource:
+    """The kernel a source or bundle request names (bundle: `text` is the bundle as JSON)."""
+    if request.kind == "bundle":
+        from .frontend.bundle import bundle_from_json, read_bundle
+
+        return read_bundle(bundle_from_json(request.text), budgets=request.budgets)
+    return read_kernel(request.text, request.name, budgets=request.budgets)
+
+
 def compile_request(
     request: CompileRequest, kernel: KernelSource | None = None, *, after_stage: StageCheck | None = None
 ) -> Artifact:
@@ -112,7 +121,7 @@ def _compile_request(request: CompileRequest, kernel: KernelSource | None, after
     if request.kind == "ir":
         module = ir_module(request.text, hints)
     else:
-        kernel = kernel or read_kernel(request.text, request.name, budgets=request.budgets)
+        kernel = kernel or read_request(request)
         module = build_ir(kernel, request.signature, request.constexprs, hints=hints)
     name = request.name
     if name is None and len(module.kernels) == 1:

@@ -22,7 +22,7 @@ class CompileRequest:
     """
 
     text: str
-    kind: Literal["source", "ir"] = "source"
+    kind: Literal["source", "ir", "bundle"] = "source"  # bundle: `text` is a kernel bundle as JSON
     name: str | None = None
     signature: dict[str, str] = field(default_factory=dict)
     constexprs: dict[str, Any] = field(default_factory=dict)
@@ -33,8 +33,8 @@ class CompileRequest:
     pass_dumps: bool = False  # keep the tile IR after each pass (and cuda's gpu-tir stage) in the Artifact
 
     def __post_init__(self) -> None:
-        if self.kind not in ("source", "ir"):
-            raise ValueError(f"a compile request's kind is 'source' or 'ir', not {self.kind!r}")
+        if self.kind not in ("source", "ir", "bundle"):
+            raise ValueError(f"a compile request's kind is 'source', 'ir' or 'bundle', not {self.kind!r}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompileRequest:

@@ -57,6 +57,10 @@ def _init_llvm() -> None:
         libgcc = ctypes.CDLL(ctypes.util.find_library("gcc_s") or "libgcc_s.so.1")
     except OSError:
         libgcc = None
+    libc = ctypes.CDLL(None)  # tl.device_print (compiler/backends/cpu/printing.py)
+    for name in ("printf", "fflush"):
+        if not llvm.address_of_symbol(name):
+            llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
     for name in _LIBGCC_SYMBOLS:
         fn = getattr(libgcc, name, None) if libgcc is not None else None
         if fn is not None and not llvm.address_of_symbol(name):

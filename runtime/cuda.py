@@ -209,7 +209,36 @@ def is_torch_cuda(v: Any) -> bool:
 def is_cuda_array(v: Any) -> bool:
     if type(v).__module__.startswith("torch"):
         return bool(getattr(v, "is_cuda", False))
-    return hasattr(v, "__cuda_array_interface__")
+    return hasattr(v, "__cuda_array_interface__") or (is_duck_tensor(v) and _duck_device(v) is not None)
+
+
+def is_duck_tensor(v: Any) -> bool:
+    """An object Triton takes as a tensor: `data_ptr()` and `dtype` (Triton's TensorWrapper, a library's
+    strided buffer), not a torch tensor or a CUDA array interface."""
+    return (callable(getattr(v, "data_ptr", None)) and hasattr(v, "dtype")
+            and not type(v).__module__.startswith("torch") and not hasattr(v, "__cuda_array_interface__"))  # fmt: skip
+
+
+def _duck_device(v: Any) -> int | None:
+    """The CUDA device ordinal of a duck-typed tensor (None: not on a CUDA device)."""
+    dev = getattr(v, "device", None)
+    if getattr(dev, "type", None) == "cuda" or str(dev).startswith("cuda") or getattr(v, "is_cuda", False):
+        return getattr(dev, "index", None) or 0
+    return None
+
+
+def _duck_type(dtype: Any) -> str | None:
+    """A duck tensor's dtype (torch's, or Triton's: tl.float16.name == 'fp16') as a Triton type."""
+    t = _TORCH_DTYPES.get(str(dtype))
+    if t is not None:
+        return t
+    name = getattr(dtype, "name", str(dtype))
+    if name.startswith(("fp", "bf")):
+        return name
+    for long, short in (("uint", "u"), ("int", "i")):
+        if name.startswith(long) and name[len(long):].isdigit():
+            return short + name[len(long):]
+    return None
 
 
 def array_info(name: str, v: Any) -> tuple[int, str, int]:
@@ -220,6 +249,11 @@ def array_info(name: str, v: Any) -> tuple[int, str, int]:
         if t is None:
             raise ArgumentError(f"argument '{name}': unsupported tensor dtype {v.dtype}")
         return v.data_ptr(), "*" + t, v.device.index or 0
+    if is_duck_tensor(v):
+        t = _duck_type(v.dtype)
+        if t is None:
+            raise ArgumentError(f"argument '{name}': unsupported tensor dtype {v.dtype}")
+        return int(v.data_ptr()), "*" + t, _duck_device(v) or 0
     cai = v.__cuda_array_interface__
     dt = np.dtype(cai["typestr"])
     t = _NP_DTYPES.get(dt.name)
@@ -249,6 +283,8 @@ def raw_cuda_arg(v: Any) -> Any:
         return v.data_ptr() if getattr(v, "is_cuda", False) else v.item()
     if hasattr(v, "__cuda_array_interface__"):
         return int(v.__cuda_array_interface__["data"][0])
+    if is_duck_tensor(v):
+        return int(v.data_ptr())
     if isinstance(v, np.generic):
         return v.item()
     return v
@@ -316,6 +352,8 @@ class Launcher:
         if grid != self.grid:
             self.config.gridDimX, self.config.gridDimY, self.config.gridDimZ = check_grid(grid, {})
             self.grid = grid
+        if not (self.config.gridDimX and self.config.gridDimY and self.config.gridDimZ):
+            return 0  # a grid of no programs launches nothing
         if stream != self.stream:
             self.config.hStream = stream or None
             self.stream = stream
@@ -487,6 +525,8 @@ class FastPath:
         if grid != lau.grid:
             lau.config.gridDimX, lau.config.gridDimY, lau.config.gridDimZ = check_grid(grid, {})
             lau.grid = grid
+        if not (lau.config.gridDimX and lau.config.gridDimY and lau.config.gridDimZ):
+            return True  # a grid of no programs launches nothing
         stream = self.stream_of(device)
         if stream != lau.stream:
             lau.config.hStream = stream or None

@@ -11,7 +11,8 @@ from .errors import GridError
 
 
 def check_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
-    """A grid tuple (or callable(meta) -> tuple) as three positive program counts."""
+    """A grid tuple (or callable(meta) -> tuple) as three program counts. An axis of 0 is a launch of no
+    programs, which launches nothing (as in Triton); a negative one is an error."""
     g = grid(meta) if callable(grid) else grid
     if isinstance(g, int | np.integer):
         g = (g,)
@@ -21,8 +22,8 @@ def check_grid(grid: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
     for axis, n in enumerate(g):
         if not isinstance(n, int | np.integer) or isinstance(n, bool):
             raise GridError(f"grid axis {axis} is {n!r}, not an int")
-        if n <= 0:
-            raise GridError(f"grid axis {axis} has size {n}; every axis must be at least 1")
+        if n < 0:
+            raise GridError(f"grid axis {axis} has size {n}; an axis is 0 (launch nothing) or more")
         out.append(int(n))
     while len(out) < 3:
         out.append(1)

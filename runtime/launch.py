@@ -44,6 +44,32 @@ def ir_dtype(triton_name: str) -> str:
     return _TRITON_TO_IR.get(triton_name, triton_name)
 
 
+def host_view(value: Any) -> Any:
+    """A torch CPU tensor (or a duck-typed tensor over one, such as Triton's TensorWrapper) as the NumPy
+    array over its memory, for the cpu target (bf16 as a BF16Array); any other value as it is."""
+    base = value
+    if not type(value).__module__.startswith("torch") and type(getattr(value, "base", None)).__module__.startswith(
+            "torch") and callable(getattr(value, "data_ptr", None)):  # fmt: skip
+        base = value.base
+    if not type(base).__module__.startswith("torch") or getattr(base, "is_cuda", True) or not hasattr(base, "numpy"):
+        return value
+    import torch
+
+    t = base.detach()
+    if t.dtype == torch.bfloat16:
+        return BF16Array(t.view(torch.int16).numpy().view(np.uint16))
+    if base is not value:  # a wrapper that reinterprets the tensor's bytes as its own dtype
+        reinterpret = _DUCK_NP.get(getattr(value.dtype, "name", ""))
+        return value if reinterpret is None else t.view(torch.uint8).numpy().view(reinterpret)
+    return t.numpy() if str(t.dtype) in _TORCH_HOST else value
+
+
+_TORCH_HOST = ("torch.float16", "torch.float32", "torch.float64", "torch.int8", "torch.int16", "torch.int32",
+               "torch.int64", "torch.uint8", "torch.bool")  # fmt: skip
+_DUCK_NP = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int8": np.int8, "int16": np.int16,
+            "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}  # fmt: skip
+
+
 def select_target(args: list[Any]) -> str:
     """'cpu' for NumPy arrays; CUDA arrays select cuda (its runtime plugs in at RUNTIMES)."""
     kinds = set()
@@ -172,6 +198,8 @@ def launch(target: str, art: Artifact, args: list[Any], grid: tuple[int, int, in
     runtime = RUNTIMES.get(kind)
     if runtime is None:
         raise TargetError(f"no runtime for target {target!r}")
+    if 0 in grid:  # no programs: nothing to run (Triton launches nothing too)
+        return
     flat = _tensordesc.expand_args(args)
     if art.metadata.get("tma"):  # the tensor maps of the boxes the kernel loads with TMA, after the rest
         from .tma import tensor_maps

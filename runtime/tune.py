@@ -43,7 +43,7 @@ class TuneSpec:
     strategy: str = "halving"
     budget: int | None = None
     seed: int = 0
-    kind: str = "source"  # or "ir"
+    kind: str = "source"  # or "bundle" ("ir": not tunable)
     budgets: Budgets = field(default_factory=Budgets)
     launch_budgets: LaunchBudgets = field(default_factory=LaunchBudgets)
     full: Effort = FULL  # how long a config is timed in full, and briefly (successive halving's rounds)
@@ -73,6 +73,7 @@ class TuneJobSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     source: str | None = None  # the source the job was sent with (None: sent by kernel key, the kernel row's)
+    kind: str = "source"  # of `source`: "source", or "bundle" (its JSON text)
     name: str | None
     signature: dict[str, str]
     constexprs: dict[str, Any] = {}
@@ -88,7 +89,7 @@ class TuneJobSpec(BaseModel):
 def prepare(spec: TuneSpec) -> Prepared:
     """Read the kernel (ast only), resolve the launch, and fix the configs and the tuning key's strings.
     Raises CompileError for bad source and LaunchDescriptionError for a bad launch description."""
-    ks = read_kernel(spec.source, spec.name, budgets=spec.budgets)
+    ks = _read(spec.source, spec.name, spec.budgets, spec.kind)
     runtime = [p.name for p in ks.params if not p.constexpr and p.name not in spec.constexprs]
     resolved = resolve(spec.launch, spec.signature, runtime, spec.launch_budgets)
     autotune = ks.autotune
@@ -102,10 +103,19 @@ def prepare(spec: TuneSpec) -> Prepared:
     return _prepared(spec, ks.name, tk, runtime, resolved, configs)
 
 
-def source_kernel_key(source: str, name: str | None, budgets: Budgets) -> str:
-    """The kernel key that `source` reads as (ast only): a worker checks a stored job's source against its
-    row's kernel key before building anything under it; it runs in a limited child (tuner.run_limited)."""
-    return read_kernel(source, name, budgets=budgets).key
+def _read(source: str, name: str | None, budgets: Budgets, kind: str) -> Any:
+    if kind == "bundle":  # a kernel bundle's JSON text (compiler/frontend/bundle.py)
+        from tilec.compiler.pipeline import read_request
+
+        return read_request(CompileRequest(text=source, kind="bundle", budgets=budgets))
+    return read_kernel(source, name, budgets=budgets)
+
+
+def source_kernel_key(source: str, name: str | None, budgets: Budgets, kind: str = "source") -> str:
+    """The kernel key that `source` (of `kind`) reads as (ast only): a worker checks a stored job's source
+    against its row's kernel key before building anything under it; it runs in a limited child
+    (tuner.run_limited)."""
+    return _read(source, name, budgets, kind).key
 
 
 def prepare_job(spec: TuneSpec, key: TuningKey, params: list[str]) -> Prepared:

@@ -161,7 +161,7 @@ async def run_task(state: AppState, task: str, kwargs: dict) -> Any:
 
 
 def check_input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[str, str]:
-    given = [k for k in ("source", "ir") if getattr(body, k) is not None]
+    given = [k for k in ("source", "ir", "bundle") if getattr(body, k) is not None]
     if isinstance(body, CompileCreate) and body.kernel_key is not None:
         given.append("kernel_key")
     if len(given) != 1:
@@ -170,7 +170,14 @@ def check_input(body: KernelCreate | CompileCreate, state: AppState) -> tuple[st
     if kind == "kernel_key":
         return kind, body.kernel_key or ""
     text = getattr(body, kind)
-    check_source_size(text, state.settings.max_source_bytes)
+    limit = state.settings.max_source_bytes
+    if kind == "bundle":  # JSON text, read (as data, like source) in a compile child only
+        text = json.dumps(text, sort_keys=True, separators=(",", ":"))
+        limit *= 4  # several modules: the compiler holds each to the limit, and all four times it
+        if len(text.encode()) > limit:
+            raise E.ApiError(413, E.SOURCE_TOO_LARGE, E.MSG_SOURCE_TOO_LARGE.format(limit=limit))
+    else:
+        check_source_size(text, limit)
     return kind, text
 
 
@@ -263,7 +270,7 @@ async def save_kernel(
         "key": info["key"],
         "name": info["name"],
         "kind": kind,
-        "source": text if kind == "source" else None,
+        "source": text if kind in ("source", "bundle") else None,
         "ir": info.get("ir"),
         "input_sha256": input_sha,
         "info": {k: info.get(k) for k in ("params", "autotune", "heuristics", "inductor") if info.get(k) is not None},
@@ -411,7 +418,7 @@ def build_request(
 
 
 async def _build(state: AppState, *, kernel: Kernel, key: str, spec: dict, config: dict, target: str) -> ArtifactPublic:
-    text = kernel.source if kernel.kind == "source" else kernel.ir
+    text = kernel.source if kernel.kind in ("source", "bundle") else kernel.ir
     request = build_request(state, kind=kernel.kind, text=text or "", name=kernel.name, spec=spec, config=config, target=target)
     art = await run_task(state, "compile", {"request": request})
     return await _store_artifact(state, kernel_key=kernel.key, key=key, spec=spec, config=config, target=target, art=art)

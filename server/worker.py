@@ -13,10 +13,10 @@ from typing import Any
 from tilec.compiler import backends
 from tilec.compiler.artifact import ir_kernel_key, parse_target
 from tilec.compiler.errors import CompileError
-from tilec.compiler.frontend import Budgets, KernelSource, build_ir, read_kernel
+from tilec.compiler.frontend import Budgets, KernelSource, build_ir
 from tilec.compiler.ir import Module, parse_module, print_module, verify_module
 from tilec.compiler.passes import PassManager, pipeline
-from tilec.compiler.pipeline import compile_request, frontend_module, ir_module
+from tilec.compiler.pipeline import compile_request, frontend_module, ir_module, read_request
 from tilec.compiler.request import CompileRequest
 
 
@@ -60,7 +60,7 @@ def analyze(*, kind: str, text: str, name: str | None, budgets: dict, signature:
     """Kernel key, name, params (and, when it can be built, the tile IR) of source or IR text."""
     if kind == "ir":
         return _describe_ir(text, name)
-    ks = read_kernel(text, name, budgets=Budgets(**budgets))
+    ks = read_request(CompileRequest(text=text, kind=kind, name=name, budgets=Budgets(**budgets)))  # type: ignore[arg-type]
     out = _describe_source(ks)
     constexprs_all_default = all(p.has_default for p in ks.params if p.constexpr)
     if signature is not None and constexprs_all_default:
@@ -73,8 +73,8 @@ def compile_one(request: CompileRequest, describe: bool = False) -> dict:
     `describe` the kernel as `analyze` sees it, from the same reading of the source."""
     kernel = None
     out: dict[str, Any] = {}
-    if request.kind == "source":
-        kernel = read_kernel(request.text, request.name, budgets=request.budgets)
+    if request.kind in ("source", "bundle"):
+        kernel = read_request(request)
         if describe:
             out["kernel"] = _describe_source(kernel)
     elif describe:

@@ -1,6 +1,8 @@
 """tilec: a tile compiler for Triton-language kernels, offered as a service with a shared autotune cache.
 
-`import tilec` is the public surface: `tilec.jit`, `tilec.Client` / `tilec.AsyncClient`, `tilec.load_index`
+`import tilec` is the public surface: `tilec.jit` (and Triton's decorator API: `@tilec.jit`, `tilec.autotune`,
+`tilec.heuristics`, `tilec.Config`, `tilec.cdiv`, `tilec.next_power_of_2`), `tilec.install()` (route
+`@triton.jit` kernels through tilec; `tilec.stats()` counts them), `tilec.Client` / `tilec.AsyncClient`, `tilec.load_index`
 (a pulled directory's kernels), and the exceptions. The parts live beneath it: `tilec.compiler`,
 `tilec.server`, `tilec.client`, `tilec.migrations`. Names are resolved on first use, so `import tilec.compiler` stays light.
 """
@@ -8,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from typing import Any
 
@@ -30,6 +33,7 @@ _PUBLIC = {
     "BinaryMismatchError": "tilec.client",
     "Client": "tilec.client",
     "CompileError": "tilec.compiler.errors",
+    "Config": "tilec.client",
     "GridError": "tilec.client",
     "JITKernel": "tilec.client",
     "KernelAssertionError": "tilec.client",
@@ -45,10 +49,26 @@ _PUBLIC = {
     "UnsignedManifestError": "tilec.client",
     "UntrustedKeyError": "tilec.client",
     "VerificationError": "tilec.client",
+    "autotune": "tilec.client",
+    "cdiv": "tilec.client",
+    "heuristics": "tilec.client",
+    "install": "tilec.client",
     "jit": "tilec.client",
     "load_index": "tilec.client",
+    "next_power_of_2": "tilec.client",
+    "stats": "tilec.client",
+    "uninstall": "tilec.client",
 }
 __all__ = sorted(_PUBLIC)
+
+
+if os.environ.get("TILEC_TRITON") == "1":  # route @triton.jit kernels from here on (client/_dropin.py)
+    if importlib.util.find_spec("triton") is None:
+        import warnings
+
+        warnings.warn("TILEC_TRITON=1 but triton is not installed: nothing to route", RuntimeWarning, stacklevel=2)
+    else:
+        importlib.import_module("tilec.client").install()
 
 
 def __getattr__(name: str) -> Any:

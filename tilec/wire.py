@@ -118,6 +118,7 @@ class KernelCreate(_Model):
 
     source: str | None = None
     ir: str | None = None
+    bundle: dict[str, Any] | None = None  # a kernel bundle: modules by name, the kernel, pinned host data
     name: str | None = Field(default=None, min_length=1, max_length=200)
     signature: dict[str, str] | None = None  # with source: builds the IR when every constexpr has a default
 
@@ -146,7 +147,7 @@ class AutotunePublic(BaseModel):
 class KernelPublic(BaseModel):
     key: str
     name: str
-    kind: Literal["source", "ir"]
+    kind: Literal["source", "ir", "bundle"]
     params: list[KernelParamPublic] = Field(default_factory=list)
     autotune: AutotunePublic | None = None
     heuristics: dict[str, str] = Field(default_factory=dict)
@@ -158,6 +159,7 @@ class CompileCreate(_Model):
     kernel_key: str | None = Field(default=None, min_length=1, max_length=128)
     source: str | None = None
     ir: str | None = None
+    bundle: dict[str, Any] | None = None  # a kernel bundle (see KernelCreate)
     name: str | None = Field(default=None, min_length=1, max_length=200)
     signature: dict[str, str] = Field(default_factory=dict)
     constexprs: dict[str, ConstValue] = Field(default_factory=dict)
@@ -274,6 +276,7 @@ class TuneJobCreate(_Model):
     kernel_key: str | None = Field(default=None, min_length=1, max_length=128)
     source: str | None = None
     ir: str | None = None
+    bundle: dict[str, Any] | None = None  # a kernel bundle (see KernelCreate)
     name: str | None = Field(default=None, min_length=1, max_length=200)
     signature: dict[str, str] = Field(default_factory=dict)
     constexprs: dict[str, ConstValue] = Field(default_factory=dict)

@@ -14,7 +14,7 @@ from ..ir.types import Type
 from . import hostdesc
 from .codegen import Context, JitFunction, QualName, is_numberlike, wrap_internal
 from .control import StmtGen
-from .reader import KernelSource, is_constexpr_annotation, literal_env
+from .reader import KernelSource, is_constexpr_annotation
 from .semantic import Aggregate, Tensor, describe
 from .types import DType, parse_signature_type
 
@@ -63,8 +63,10 @@ class FunctionGen(StmtGen):
         return out, ("tuple" if isinstance(ret, (tuple, list)) else "one", tuple(shapes))
 
     # ---- helper calls
-    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict) -> Any:
-        bound = self.bind_helper_args(fdef, args, kwargs)
+    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict, module: str = "") -> Any:
+        """`module`: the helper's module in a bundle; its body (and its defaults) are built with that module's
+        names and file, while errors about the call itself point at the caller."""
+        bound = self.bind_helper_args(fdef, args, kwargs, module)
         runtime, const = [], []
         aggregates: dict[str, Aggregate] = {}
         for p, (v, is_cx) in bound.items():
@@ -75,7 +77,7 @@ class FunctionGen(StmtGen):
                 const.append((p, _const_key(v)))
             else:
                 runtime.append((p, self.sem.materialize(v, f"argument '{p}'")))
-        key = (fdef.name, tuple((p, str(t.type)) for p, t in runtime), tuple(const))
+        key = (module, fdef.name, tuple((p, str(t.type)) for p, t in runtime), tuple(const))
         if key in self.ctx.in_progress:
             raise self.error(f"recursive call to {fdef.name} is not supported", UnsupportedSyntaxError)
         inst = self.ctx.instances.get(key)
@@ -83,7 +85,11 @@ class FunctionGen(StmtGen):
             # as in Triton, a helper's tl.constexpr parameter given a tensor takes it as a runtime value
             consts = {p: v for p, (v, is_cx) in bound.items()
                       if is_cx and p not in aggregates and not isinstance(v, Tensor)}
-            inst = self.instantiate(fdef, key, runtime, consts, aggregates)
+            saved = self.ctx.enter_module(module)
+            try:
+                inst = self.instantiate(fdef, key, runtime, consts, aggregates)
+            finally:
+                self.ctx.leave_module(saved)
         f = inst.function
         op = self.b.create("call", [t.value for _, t in runtime], list(f.result_types), {"callee": f.name})
         results = [Tensor(r) for r in op.results]
@@ -109,7 +115,8 @@ class FunctionGen(StmtGen):
                 key.append(_const_key(leaf))
         return ("aggregate", v.static_key(), tuple(key))
 
-    def bind_helper_args(self, fdef: ast.FunctionDef, args: list, kwargs: dict) -> dict[str, tuple[Any, bool]]:
+    def bind_helper_args(self, fdef: ast.FunctionDef, args: list, kwargs: dict,
+                         module: str = "") -> dict[str, tuple[Any, bool]]:  # fmt: skip
         a = fdef.args
         if a.vararg or a.kwarg or a.kwonlyargs:
             raise self.error(f"helper {fdef.name} must take plain parameters", UnsupportedSyntaxError)
@@ -128,9 +135,15 @@ class FunctionGen(StmtGen):
             if p.arg not in values:
                 if p.arg not in defaults:
                     raise self.error(f"{fdef.name}() is missing argument '{p.arg}'")
-                values[p.arg] = StmtGen(self.ctx, {}).expr(defaults[p.arg])
+                saved = self.ctx.enter_module(module)
+                try:
+                    values[p.arg] = StmtGen(self.ctx, {}).expr(defaults[p.arg])
+                finally:
+                    self.ctx.leave_module(saved)
             v = values[p.arg]
-            ann_cx = p.annotation is not None and is_constexpr_annotation(p.annotation, self.ctx.mod)
+            helper_mod = self.ctx.bundle.modules[module][0] if self.ctx.bundle and module in self.ctx.bundle.modules \
+                else self.ctx.mod
+            ann_cx = p.annotation is not None and is_constexpr_annotation(p.annotation, helper_mod)
             if isinstance(v, (tuple, list)) and any(isinstance(x, Tensor) for x in v):
                 raise self.error(f"passing a tuple of tensors to {fdef.name} is not supported", UnsupportedSyntaxError)
             out[p.arg] = (v, ann_cx or not (is_numberlike(v) or isinstance(v, Aggregate)))
@@ -171,7 +184,7 @@ class FunctionGen(StmtGen):
 
 def _const_key(v: Any) -> Any:
     if isinstance(v, JitFunction):
-        return ("fn", v.node.name)
+        return ("fn", v.module, v.node.name)
     if isinstance(v, (DType, QualName)):
         return ("obj", str(v))
     if isinstance(v, (tuple, list)):
@@ -221,7 +234,7 @@ def build_ir(ks: KernelSource, signature: dict[str, str], constexprs: dict[str, 
     fdef = ks.module.jit_functions[ks.name]
     ctx.at(fdef)
     try:
-        ctx.globals = literal_env(ks.module, ks.source_info)
+        ctx.globals = ctx.module_globals(ks.module, ks.source_info)
         params, scope, descs = _kernel_params(ctx, ks, signature or {}, constexprs or {}, hints or {})
         fn = Function(ks.name, params, [], kernel=True, loc=Loc(fdef.lineno, fdef.col_offset + 1, ks.filename))
         module.functions.append(fn)

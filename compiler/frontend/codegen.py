@@ -15,12 +15,13 @@ from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
 from ..ir import Loc, Module
 from ..ir.types import ScalarType
 from . import blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
+from .blockptr import BlockPtr
 from .library import LIB, cast, expand_dims, lookup, reduce, reshape, scan, trans
-from .reader import KernelSource, ModuleInfo
+from .reader import KernelSource, ModuleInfo, canonical_module
 from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
-from .types import BlockType, DType
+from .types import BlockPtrType, BlockType, DType
 
-PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance")
+PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance", "str", "tuple")
 TENSOR_METHODS = {
     "to": lambda sem, x, dtype, fp_downcast_rounding=None, bitcast=False: cast(sem, x, dtype, None, bitcast),
     "sum": LIB["sum"], "max": LIB["max"], "min": LIB["min"], "argmax": LIB["argmax"], "argmin": LIB["argmin"],
@@ -53,6 +54,15 @@ class Builtin:
 @dataclass(frozen=True)
 class JitFunction:
     node: ast.FunctionDef
+    module: str = ""  # its module in a bundle ("" in a lone file)
+
+
+@dataclass(frozen=True)
+class ConstexprFunction:
+    """A @triton.constexpr_function: host code that the compiler runs on constants (literal.run_function)."""
+
+    node: ast.FunctionDef
+    module: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,30 @@ class Context:
         self.call_depth = 0
         self.unrolled = 0
         self.globals: dict[str, Any] = {}
+        self.bundle = ks.bundle  # bundle.BundleModules, or None for a lone file
+        self._module_globals: dict[str, dict[str, Any]] = {}
+
+    def enter_module(self, name: str) -> tuple:
+        """Build in module `name` of a bundle (its names, file and constants) until leave_module(saved)."""
+        saved = (self.mod, self.info, self.globals)
+        if self.bundle is None or name == self.mod.name or name not in self.bundle.modules:
+            return saved
+        self.mod, self.info = self.bundle.modules[name]
+        self.globals = self.module_globals(self.mod, self.info)
+        return saved
+
+    def leave_module(self, saved: tuple) -> None:
+        self.mod, self.info, self.globals = saved
+
+    def module_globals(self, mod: ModuleInfo, info: Any) -> dict[str, Any]:
+        from .reader import literal_env
+
+        env = self._module_globals.get(mod.name)
+        if env is None:
+            env = literal_env(mod, info)
+            env.update(mod.pinned)
+            self._module_globals[mod.name] = env
+        return env
 
     def error(self, msg: str, cls: type[CompileError] = CompileError) -> CompileError:
         return self.info.error(self.node, msg, cls)
@@ -141,8 +175,14 @@ class ExprGen:
         if name in self.scope:
             return self.scope[name]
         mod = self.ctx.mod
+        if name in mod.pinned:
+            return mod.pinned[name]
+        if name in mod.pinned_fns:
+            return self.bundle_function(*mod.pinned_fns[name])
         if name in mod.jit_functions:
-            return JitFunction(mod.jit_functions[name])
+            return JitFunction(mod.jit_functions[name], mod.name)
+        if name in mod.constexpr_functions:
+            return ConstexprFunction(mod.constexpr_functions[name], mod.name)
         if name in mod.aliases:
             return self.qualified(mod.dotted(ast.Name(id=name)) or name)
         if name in self.ctx.globals:
@@ -159,6 +199,34 @@ class ExprGen:
                              "and tl.* (host Python is never run)", UnsupportedSyntaxError)
         raise self.error(f"name '{name}' is not defined")
 
+    def bundle_attr(self, module: str, rest: str, depth: int) -> Any:
+        """`rest` (a name, or a name and attributes) in module `module` of the bundle."""
+        first, _, more = rest.partition(".")
+        mod, info = self.ctx.bundle.modules[module]
+        if depth > 16:
+            raise self.error(f"'{module}.{rest}' is imported in a cycle")
+        if first in mod.pinned_fns:
+            value: Any = self.bundle_function(*mod.pinned_fns[first])
+        elif first in mod.jit_functions:
+            value = JitFunction(mod.jit_functions[first], module)
+        elif first in mod.constexpr_functions:
+            value = ConstexprFunction(mod.constexpr_functions[first], module)
+        elif first in mod.aliases:
+            value = self.qualified(canonical_module(mod.aliases[first]), depth + 1)
+        elif first in (env := self.ctx.module_globals(mod, info)):
+            value = env[first]
+        elif first in mod.other_functions:
+            raise self.error(f"'{module}.{first}' is not a @triton.jit function; kernels can only call @triton.jit "
+                             "functions and tl.* (host Python is never run)", UnsupportedSyntaxError)
+        else:
+            raise self.error(f"module '{module}' of the bundle has no @triton.jit function or constant '{first}' "
+                             f"(the bundle does not contain module '{module}.{first}')")
+        if not more:
+            return value
+        if isinstance(value, QualName):
+            return self.qualified(f"{value.name}.{more}", depth + 1)
+        raise self.error(f"'{module}.{first}' has no attribute '{more}'")
+
     def star_name(self, name: str) -> Any:
         """A name brought in by `from triton.language import *` (Python's builtins keep their meaning)."""
         if name in PY_BUILTINS and name != "range":
@@ -170,7 +238,18 @@ class ExprGen:
                 return self.qualified(full)
         return None
 
-    def qualified(self, name: str) -> Any:
+    def bundle_function(self, module: str, name: str) -> JitFunction | ConstexprFunction:
+        owner = self.ctx.bundle.modules[module][0]
+        if name in owner.constexpr_functions:
+            return ConstexprFunction(owner.constexpr_functions[name], module)
+        return JitFunction(owner.jit_functions[name], module)
+
+    def qualified(self, name: str, depth: int = 0) -> Any:
+        bundle = self.ctx.bundle
+        if bundle is not None and not name.startswith("triton.") and name not in bundle.modules:
+            found = bundle.resolve(name)
+            if found is not None:
+                return self.bundle_attr(found[0], found[1], depth)
         entry = lookup(name)
         if entry is not None and not callable(entry):
             return entry
@@ -200,7 +279,8 @@ class ExprGen:
             return self.tensor_attr(base, attr)
         if isinstance(base, Aggregate):
             return self.aggregate_attr(base, attr)
-        if (isinstance(base, DType) and attr in DTYPE_ATTRS) or (isinstance(base, BlockType) and attr in BLOCK_TYPE_ATTRS):
+        if (isinstance(base, DType) and attr in DTYPE_ATTRS) or (isinstance(base, BlockType) and attr in BLOCK_TYPE_ATTRS) \
+                or (isinstance(base, BlockPtrType) and attr in ("element_ty", "scalar", "is_ptr", "is_block")):
             try:
                 return getattr(base, attr)
             except AttributeError:
@@ -232,6 +312,8 @@ class ExprGen:
             return BoundMethod(x, attr)
         if attr in ("block_shape", "shape", "strides") and hasattr(x, attr):
             return tuple(getattr(x, attr))
+        if attr in ("dtype", "type") and isinstance(x, BlockPtr):  # as Triton: a pointer to a block type
+            return BlockPtrType(x.leaves()[0].elem.pointee, tuple(x.block_shape))
         if attr == "dtype":
             return DType(x.leaves()[0].elem.pointee)
         raise self.error(f"{describe(x)} has no attribute '{attr}'")
@@ -333,6 +415,8 @@ class ExprGen:
             return self.combine_call(f"triton.language.{fn.name}", [fn.obj, *args], kwargs)
         if isinstance(fn, QualName):
             entry = lookup(fn.name)
+            if entry is None and self.ctx.bundle is not None and not fn.name.startswith("triton"):
+                raise self.error(f"'{fn.name}' is not in the bundle: it holds no module '{fn.name.rpartition('.')[0]}'")
             if entry is None:
                 raise self.error(f"{_short(fn.name)} is not supported", UnsupportedSyntaxError)
             if fn.name.endswith("static_range") or fn.name == "triton.language.range":
@@ -342,7 +426,9 @@ class ExprGen:
             table = fn.obj.METHODS if isinstance(fn.obj, Aggregate) else TENSOR_METHODS
             return self.apply(f".{fn.name}", table[fn.name], [fn.obj, *args], kwargs)
         if isinstance(fn, JitFunction):
-            return self.call_helper(fn.node, args, kwargs)
+            return self.call_helper(fn.node, args, kwargs, fn.module)
+        if isinstance(fn, ConstexprFunction):
+            return self.call_constexpr_function(fn, args, kwargs)
         if isinstance(fn, Builtin):
             return self.call_builtin(fn.name, args, kwargs)
         if callable(fn) and isinstance(getattr(fn, "__self__", None), (DType, BlockType)):
@@ -378,7 +464,28 @@ class ExprGen:
             raise self.error(f"bad arguments to {what}: {exc}") from None
         return fn(self.sem, *args, **kwargs)
 
+    def call_constexpr_function(self, fn: ConstexprFunction, args: list, kwargs: dict) -> Any:
+        """Run a @triton.constexpr_function on compile-time values with the literal evaluator (never Python)."""
+        from .literal import FoldError, LiteralEvaluator, run_function
+        from .reader import dtype_attr
+
+        if any(isinstance(v, Tensor) for v in [*args, *kwargs.values()]):
+            raise self.error(f"{fn.node.name}() is a constexpr_function: its arguments must be compile-time values")
+        saved = self.ctx.enter_module(fn.module)
+        try:
+            mod = self.ctx.mod
+            ev = LiteralEvaluator(dict(self.ctx.globals), None, mod.dotted, dtype_attr)
+            return run_function(fn.node, list(args), dict(kwargs), ev)
+        except FoldError as exc:
+            raise self.error(f"constexpr_function {fn.node.name}(): {exc}") from None
+        finally:
+            self.ctx.leave_module(saved)
+
     def call_builtin(self, name: str, args: list, kwargs: dict) -> Any:
+        if name == "print":  # sep=/end=/flush= are the host's business
+            return LIB["print"](self.sem, *args)
+        if name == "isinstance" and len(args) == 2 and not kwargs:
+            return self.is_instance(args[0], args[1])
         if kwargs:
             raise self.error(f"{name}() takes no keyword arguments here")
         if name in ("min", "max"):
@@ -389,8 +496,6 @@ class ExprGen:
             for v in vals[1:]:
                 acc = self.sem.minmax(name == "max", acc, v)
             return acc
-        if name == "print":
-            return None
         if name == "abs":
             return LIB["abs"](self.sem, *args)
         if name == "range":
@@ -398,9 +503,31 @@ class ExprGen:
         if any(isinstance(a, Tensor) for a in args) or len(args) != 1 or name == "isinstance":
             raise self.error(f"{name}() only works on compile-time values here")
         try:
-            return {"len": len, "int": int, "float": float, "bool": bool}[name](args[0])
+            return {"len": len, "int": int, "float": float, "bool": bool, "str": str, "tuple": tuple}[name](args[0])
         except (TypeError, ValueError, OverflowError) as exc:
             raise self.error(f"{name}() failed: {exc}") from None
+
+    def is_instance(self, x: Any, cls: Any) -> bool:
+        """isinstance(x, tl.tensor | tl.tensor_descriptor | tl.constexpr | tl.dtype | int | float | bool |
+        str | tuple), decided at compile time, as Triton's frontend decides it."""
+        if isinstance(cls, (tuple, list)):
+            return any(self.is_instance(x, c) for c in cls)
+        name = cls.name if isinstance(cls, (QualName, Builtin)) else None
+        if isinstance(cls, DType) or name is None:
+            raise self.error(f"isinstance() against {describe(cls)} is not supported in kernels")
+        short = name.replace("triton.language.core.", "triton.language.")
+        if short == "triton.language.tensor":
+            return isinstance(x, Tensor)
+        if short in ("triton.language.tensor_descriptor", "triton.language.tensor_descriptor_base"):
+            return isinstance(x, Aggregate) and not isinstance(x, BlockPtr)
+        if short == "triton.language.constexpr":
+            return not isinstance(x, (Tensor, Aggregate))
+        if short == "triton.language.dtype":
+            return isinstance(x, DType)
+        py = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple}.get(name)
+        if py is None:
+            raise self.error(f"isinstance() against {name} is not supported in kernels")
+        return isinstance(x, py)
 
     def combine_call(self, name: str, args: list, kwargs: dict) -> Any:
         """tl.reduce(input, axis, combine_fn, keep_dims), tl.associative_scan(input, axis, combine_fn,
@@ -435,7 +562,7 @@ class ExprGen:
             return lambda lhs, rhs: self.apply(_short(fn.name), entry, [*lhs, *rhs], {})
         if not isinstance(fn, JitFunction):
             raise self.error(f"{what} combine_fn must be a @triton.jit function, got {describe(fn)}")
-        fdef = fn.node
+        fdef, module = fn.node, fn.module
         params = fdef.args.posonlyargs + fdef.args.args
         required = len(params) - len(fdef.args.defaults)
         if not required <= 2 * n <= len(params) or fdef.args.vararg or fdef.args.kwonlyargs:
@@ -443,7 +570,7 @@ class ExprGen:
                              f"combining {n} input{'s' * (n != 1)} passes {2 * n} (each side's elements)")
 
         def build(lhs: list, rhs: list) -> Any:
-            got = self.call_helper(fdef, [*lhs, *rhs], {})
+            got = self.call_helper(fdef, [*lhs, *rhs], {}, module)
             call = self.b.block.ops[-1] if self.b.block is not None and self.b.block.ops else None
             if call is not None and call.name == "call":
                 combine.check_pure_scalar(self.ctx.module, call, fdef.name, self.ctx.info.error)
@@ -451,7 +578,7 @@ class ExprGen:
 
         return build
 
-    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict) -> Any:
+    def call_helper(self, fdef: ast.FunctionDef, args: list, kwargs: dict, module: str = "") -> Any:
         raise NotImplementedError  # provided by build.FunctionGen
 
 

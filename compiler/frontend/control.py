@@ -5,6 +5,7 @@ lowered to IR regions with iter args and yields, static_range unrolling, returns
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
@@ -331,6 +332,7 @@ class StmtGen(ExprGen):
     def stmt_For(self, node: ast.For, work: list | None = None) -> list | None:
         """A runtime loop is built here; an unrolled one (static_range, a constant tuple) returns its statements
         for `block` to run in place of the loop."""
+        node = without_continue(node)
         if node.orelse:
             raise self.error("for/else is not supported", UnsupportedSyntaxError)
         it = node.iter
@@ -589,6 +591,7 @@ class StmtGen(ExprGen):
             self.scope, self.tail_ok, self.returned, self.frame_done = saved
 
     def stmt_While(self, node: ast.While, work: list | None = None) -> None:
+        node = without_continue(node)
         if node.orelse:
             raise self.error("while/else is not supported", UnsupportedSyntaxError)
         if work is not None and contains_return(node.body):
@@ -713,3 +716,36 @@ def _stand_in(t: Type) -> Tensor:
     from ..ir import Value
 
     return Tensor(Value(t, None, 0))
+
+
+def without_continue(loop: ast.For | ast.While) -> ast.For | ast.While:
+    """The loop with `continue` (of this loop, not of loops inside it) turned into ifs: the statements after
+    an `if` that may continue move into both of its branches, and a `continue` drops what follows it. Each
+    path through the body stays the path Python takes; the rest is copied once per such `if`."""
+    if not any(_continues(s) for s in loop.body):
+        return loop
+    new = copy.copy(loop)
+    new.body = _drop_continue(loop.body) or [ast.copy_location(ast.Pass(), loop)]
+    return new
+
+
+def _drop_continue(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.Continue):
+            return stmts[:i]
+        if isinstance(s, ast.If) and _continues(s):
+            rest = stmts[i + 1:]
+            branch = copy.copy(s)
+            branch.body = _drop_continue(s.body + rest) or [ast.copy_location(ast.Pass(), s)]
+            branch.orelse = _drop_continue(s.orelse + rest)
+            return [*stmts[:i], branch]
+    return stmts
+
+
+def _continues(node: ast.AST) -> bool:
+    """Whether `node` holds a `continue` of the loop around it (loops inside it keep their own)."""
+    if isinstance(node, ast.Continue):
+        return True
+    if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    return any(_continues(c) for c in ast.iter_child_nodes(node))

@@ -9,8 +9,9 @@ import ast
 from typing import Any
 
 from ..ir.types import PointerType, ScalarType, i32
-from .library import LIB, _float_operand, cx_int, expand_dims, reduce, reshape, tensor
+from .library import LIB, _float_operand, cx_int, dtype_arg, expand_dims, reduce, reshape, tensor
 from .semantic import Semantic, Tensor, describe
+from .types import DType
 
 INF = float("inf")
 
@@ -208,3 +209,16 @@ LIB.update({
     "split": _split, "join": _join, "interleave": _interleave, "histogram": _histogram,
 })
 LIB.update({name: _unsupported(name) for name in UNSUPPORTED_WHY})
+
+
+def _pointer_type(sem: Semantic, element_ty: Any, address_space: Any = 1, const: Any = False) -> DType:
+    """tl.pointer_type(tl.int32): the dtype of a pointer to it, for `ptr.to(...)` and comparisons."""
+    if address_space != 1:
+        raise sem.error("tl.pointer_type: only the global address space (1) is supported")
+    elem = dtype_arg(sem, element_ty, "tl.pointer_type's element type")
+    if not isinstance(elem, ScalarType):
+        raise sem.error(f"tl.pointer_type takes a scalar dtype, got {describe(element_ty)}")
+    return DType(PointerType(elem))
+
+
+LIB["pointer_type"] = _pointer_type

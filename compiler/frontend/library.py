@@ -12,7 +12,7 @@ from ..ir.types import PointerType, ScalarType, TileType, elem_type, i1, i32, ma
 from .literal import cdiv as py_cdiv
 from .literal import next_power_of_2
 from .semantic import Semantic, Tensor, describe, is_const, is_number
-from .types import TL_DTYPE_ALIASES, TL_DTYPES, DType
+from .types import TL_DTYPE_ALIASES, TL_DTYPES, BlockType, DType
 
 LIB: dict[str, Callable[..., Any]] = {}
 MATH_UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sqrt_rn": "sqrt",
@@ -69,6 +69,8 @@ def tensor(sem: Semantic, x: Any, what: str) -> Tensor:
 
 
 def dtype_arg(sem: Semantic, x: Any, what: str = "dtype") -> Any:
+    if isinstance(x, BlockType):  # a block type stands for its element type (`x.to(p.dtype.element_ty)`)
+        x = x.element_ty
     if not isinstance(x, DType):
         raise sem.error(f"{what} must be a dtype such as tl.float32, got {describe(x)}")
     return x.ir
@@ -487,10 +489,32 @@ def _assume(sem: Semantic, cond: Any) -> None:
         raise sem.error("tl.assume needs a scalar condition")
 
 
-@api("static_print", "device_print", "print")
-def _print(sem: Semantic, *args: Any, **kwargs: Any) -> None:
-    """Printing has no op in the tile IR; prints are accepted and dropped."""
-    return None
+@api("device_print")
+def device_print(sem: Semantic, prefix: Any = "", *args: Any, hex: Any = False) -> None:
+    """tl.device_print(prefix, *values): a print op; each element prints as `pid (x, y, z) idx (i, ...) prefix: v`
+    (the cpu target and the reference interpreter print; cuda drops it)."""
+    if not isinstance(prefix, str):
+        args, prefix = (prefix, *args), ""
+    values = [sem.to_tensor(a) for a in args if not isinstance(a, str)]
+    if not values:
+        print(prefix, *(a for a in args if isinstance(a, str)), flush=True)  # nothing at run time: say it now
+        return
+    label = " ".join([prefix.strip(), *(a for a in args if isinstance(a, str))]).strip()
+    sem.b.create("print", [v.value for v in values], [], {"prefix": label, **({"hex": True} if hex else {})})
+
+
+@api("print")
+def _builtin_print(sem: Semantic, *args: Any, **kwargs: Any) -> None:
+    """Python's print in a kernel, as Triton takes it: tl.device_print of its arguments."""
+    device_print(sem, "", *args)
+
+
+@api("static_print")
+def _static_print(sem: Semantic, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None,
+                  flush: Any = False) -> None:  # fmt: skip
+    """tl.static_print: printed while the kernel compiles (once per specialisation), as Triton does; a tensor
+    prints as its type, since its values exist only at run time."""
+    print(*(describe(a) if isinstance(a, Tensor) else a for a in args), sep=str(sep), end=str(end), flush=True)
 
 
 # ---- shapes --------------------------------------------------------------------------------------

@@ -335,6 +335,37 @@ def run_builder(fn: ast.FunctionDef, ev: LiteralEvaluator) -> Any:
     return None
 
 
+def run_function(fn: ast.FunctionDef, args: list, kwargs: dict, ev: LiteralEvaluator) -> Any:
+    """Call a host function on constants with our evaluator (a @triton.constexpr_function): its parameters
+    bound (defaults evaluated here), then the statements run_builder allows. Raises FoldError otherwise."""
+    a = fn.args
+    if a.vararg or a.kwonlyargs or a.kwarg:
+        raise FoldError(f"{fn.name}() must take plain parameters")
+    params = [p.arg for p in a.posonlyargs + a.args]
+    if len(args) > len(params):
+        raise FoldError(f"{fn.name}() takes {len(params)} arguments, got {len(args)}")
+    bound = dict(zip(params, args, strict=False))
+    for k, v in kwargs.items():
+        if k not in params or k in bound:
+            raise FoldError(f"{fn.name}() got an unexpected or repeated argument '{k}'")
+        bound[k] = v
+    defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults, strict=False))
+    saved = ev.env
+    for p in params:
+        if p not in bound:
+            if p not in defaults:
+                raise FoldError(f"{fn.name}() is missing argument '{p}'")
+            bound[p] = ev.eval(defaults[p])
+    ev.env = {**saved, **bound}
+    try:
+        _run_stmts(fn.body, ev, [0])
+    except _Return as r:
+        return r.value
+    finally:
+        ev.env = saved
+    return None
+
+
 def _run_stmts(stmts: list[ast.stmt], ev: LiteralEvaluator, steps: list[int]) -> None:
     for st in stmts:
         steps[0] += 1

@@ -49,13 +49,15 @@ def _key(sem: Semantic, seed: Any) -> tuple[Tensor, Tensor]:
     return sem.cast(wide, U32), sem.cast(_bin(sem, ast.RShift(), wide, 32), U32)
 
 
-def philox4x32(sem: Semantic, seed: Any, offset: Any, n_rounds: Any = DEFAULT_ROUNDS) -> tuple[Tensor, ...]:
+def philox4x32(sem: Semantic, seed: Any, offset: Any, n_rounds: Any = DEFAULT_ROUNDS,
+               more: tuple[Any, Any, Any] = (0, 0, 0)) -> tuple[Tensor, ...]:  # fmt: skip
+    """Philox-4x32 of counter (offset, *more) under key `seed`; `more` are counter words 1..3 (ints or
+    integer tiles, broadcast with the offset)."""
     rounds = cx_int(sem, n_rounds, "n_rounds")
     if not 1 <= rounds <= 64:
         raise sem.error(f"n_rounds must be between 1 and 64, got {rounds}")
-    c0 = _counter(sem, offset)
-    zero = sem.const(0, U32, c0.shape)
-    c1, c2, c3 = zero, zero, zero
+    c0, c1, c2, c3 = (_counter(sem, c) for c in (offset, *more))
+    c0, c1, c2, c3 = sem.broadcast_all(c0, c1, c2, c3)
     k0, k1 = _key(sem, seed)
     for _ in range(rounds):
         hi_a, lo_a = _mulhi_lo(sem, MUL_A, c0)
@@ -109,9 +111,7 @@ def _randn4x(sem: Semantic, seed: Any, offset: Any, n_rounds: Any = DEFAULT_ROUN
 
 def _philox(sem: Semantic, seed: Any, c0: Any, c1: Any = 0, c2: Any = 0, c3: Any = 0,
             n_rounds: Any = DEFAULT_ROUNDS) -> tuple[Tensor, ...]:
-    if any(not (isinstance(c, int) and c == 0) for c in (c1, c2, c3)):
-        raise sem.error("tl.philox with non-zero counter words c1..c3 is not supported")
-    return philox4x32(sem, seed, c0, n_rounds)
+    return philox4x32(sem, seed, c0, n_rounds, (c1, c2, c3))
 
 
 def _uint_to_uniform_float(sem: Semantic, x: Any) -> Tensor:

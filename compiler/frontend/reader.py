@@ -104,6 +104,11 @@ class ModuleInfo:
     other_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     global_nodes: dict[str, ast.expr] = field(default_factory=dict)
     star_modules: list[str] = field(default_factory=list)  # `from triton.language import *`
+    name: str = ""  # the module's name in a bundle ("" for a lone file)
+    pinned: dict[str, Any] = field(default_factory=dict)  # a bundle's host-resolved constants (bundle.py)
+    pinned_fns: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (module, function) in the bundle
+    pinned_refs: dict[str, str] = field(default_factory=dict)  # name -> the dotted name a bundle pinned it to
+    constexpr_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.constexpr_function
 
     def dotted(self, node: ast.AST) -> str | None:
         """The canonical dotted name of `tl.foo.bar` (through import aliases and star imports), or None."""
@@ -142,6 +147,8 @@ class KernelSource:
     module: ModuleInfo | None = field(default=None, repr=False)
     source_info: SourceInfo | None = field(default=None, repr=False)
     inductor: inductor.InductorSpec | None = None  # an Inductor-generated kernel's decorator data
+    bundle: Any = field(default=None, repr=False)  # a bundle's other modules (bundle.BundleModules), or None
+    host_heuristics: tuple[str, ...] = ()  # a bundle's parameters that the host's heuristics set
 
     @property
     def default_signature(self) -> dict[str, str]:
@@ -257,37 +264,86 @@ def check_tree_size(tree: ast.AST, info: SourceInfo, budgets: Budgets) -> None:
 # ---- the module level ---------------------------------------------------------------------------
 
 
-def scan_module(tree: ast.Module, info: SourceInfo) -> ModuleInfo:
+def scan_module(tree: ast.Module, info: SourceInfo, package: str | None = None) -> ModuleInfo:
+    """The module level. `package`: the package a bundle's module sits in, for relative imports (None: a
+    lone file, whose relative imports name nothing). Imports under a module-level `if`/`try` count too (the
+    first binding wins: a host picks one at run time, which the client's resolver pins), and a module-level
+    name bound to an imported name (`rsqrt = libdevice.rsqrt`) is an alias of it."""
     mod = ModuleInfo()
     for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                if a.asname:
-                    mod.aliases[a.asname] = a.name
-                else:
-                    root = a.name.split(".")[0]
-                    mod.aliases[root] = root
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
-            for a in stmt.names:
-                if a.name == "*":
-                    if canonical_module(stmt.module) in ("triton", "triton.language"):
-                        mod.star_modules.append(canonical_module(stmt.module))
-                    continue
-                mod.aliases[a.asname or a.name] = f"{stmt.module}.{a.name}"
+        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
+            _scan_imports(stmt, mod, package, first=isinstance(stmt, (ast.Import, ast.ImportFrom)))
         elif isinstance(stmt, ast.FunctionDef):
             target = mod.jit_functions if _is_jit(stmt, mod) else mod.other_functions
+            if _is_jit(stmt, mod, "triton.constexpr_function"):
+                target = mod.constexpr_functions
             target[stmt.name] = stmt
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            mod.global_nodes[stmt.targets[0].id] = stmt.value
+            _scan_global(mod, stmt.targets[0].id, stmt.value)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            mod.global_nodes[stmt.target.id] = stmt.value
+            _scan_global(mod, stmt.target.id, stmt.value)
     return mod
 
 
-def _is_jit(fn: ast.FunctionDef, mod: ModuleInfo) -> bool:
+def _scan_global(mod: ModuleInfo, name: str, value: ast.expr) -> None:
+    target = mod.dotted(value) if isinstance(value, ast.Attribute) else None
+    if isinstance(value, ast.Name) and value.id in mod.aliases:
+        target = mod.aliases[value.id]
+    if target is not None and dtype_named(canonical_module(target)) is None:  # a dtype stays literal data
+        mod.aliases[name] = target
+        mod.global_nodes.pop(name, None)
+    else:
+        mod.global_nodes[name] = value
+
+
+def _scan_imports(stmt: ast.stmt, mod: ModuleInfo, package: str | None, first: bool) -> None:
+    if isinstance(stmt, (ast.If, ast.Try)):
+        bodies = [stmt.body, stmt.orelse] + ([h.body for h in stmt.handlers] if isinstance(stmt, ast.Try) else [])
+        for body in bodies:
+            for sub in body:
+                if isinstance(sub, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
+                    _scan_imports(sub, mod, package, first=False)
+        return
+    bind = mod.aliases.__setitem__ if first else mod.aliases.setdefault
+    if isinstance(stmt, ast.Import):
+        for a in stmt.names:
+            if a.asname:
+                bind(a.asname, a.name)
+            else:
+                root = a.name.split(".")[0]
+                bind(root, root)
+        return
+    assert isinstance(stmt, ast.ImportFrom)
+    base = _import_base(stmt, package)
+    if base is None:
+        return
+    for a in stmt.names:
+        if a.name == "*":
+            if canonical_module(base) in ("triton", "triton.language"):
+                mod.star_modules.append(canonical_module(base))
+            continue
+        bind(a.asname or a.name, f"{base}.{a.name}" if base else a.name)
+
+
+def _import_base(stmt: ast.ImportFrom, package: str | None) -> str | None:
+    """The absolute module a `from X import ...` names (None: relative, outside any package)."""
+    if stmt.level == 0:
+        return stmt.module
+    if package is None:
+        return None
+    parts = package.split(".") if package else []
+    if stmt.level - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (stmt.level - 1)]
+    if stmt.module:
+        parts.append(stmt.module)
+    return ".".join(parts)
+
+
+def _is_jit(fn: ast.FunctionDef, mod: ModuleInfo, decorator: str = "triton.jit") -> bool:
     for d in fn.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
-        if mod.dotted(target) == "triton.jit":
+        if mod.dotted(target) in (decorator, decorator.replace("triton.", "triton.language.")):
             return True
     return False
 
@@ -367,11 +423,16 @@ def read_decorators(fn: ast.FunctionDef, mod: ModuleInfo, env: dict, info: Sourc
     autotune: AutotuneSpec | None = None
     heuristics: dict[str, str] = {}
     spec: inductor.InductorSpec | None = None
-    for d in fn.decorator_list:
+    names = [mod.dotted(d.func if isinstance(d, ast.Call) else d) for d in fn.decorator_list]
+    jit_at = names.index("triton.jit") if "triton.jit" in names else len(names)
+    for i, d in enumerate(fn.decorator_list):
         target = d.func if isinstance(d, ast.Call) else d
-        name = mod.dotted(target)
+        name = names[i]
         if name == "triton.jit":
             continue
+        if i < jit_at and not (name or "").startswith(("triton.", inductor.HEURISTICS_MODULE)):
+            continue  # a library's host wrapper over the jit function (a launch cache...): host code, as under
+            # Triton it never changes the kernel's body; its launch behaviour is the host's (the drop-in keeps it)
         if name is not None and name.startswith(inductor.HEURISTICS_MODULE + "."):
             if spec is not None:
                 raise info.error(d, "one @triton_heuristics decorator per kernel", UnsupportedSyntaxError)
@@ -537,10 +598,11 @@ def canonical_dump(fn: ast.FunctionDef) -> str:
 
 
 def kernel_key(kernel: ast.FunctionDef, tree: ast.Module, autotune: AutotuneSpec | None,
-               heuristics: dict[str, str]) -> str:
+               heuristics: dict[str, str], extra: bytes = b"") -> str:
     """The one place the kernel key is made: the kernel's name, every module-level statement that binds a
     name the kernel reaches, transitively (constants that name constants, helpers of helpers, config
-    builders, decorators' and defaults' names), the star imports, and the autotune/heuristics data read."""
+    builders, decorators' and defaults' names), the star imports, and the autotune/heuristics data read.
+    `extra`: what a bundle adds (bundle.py: helpers in its other modules, pinned values); b"" for a file."""
     h = hashlib.sha256(FRONTEND_VERSION.encode())
     h.update(f"kernel {kernel.name}\n".encode())
     for text in binding_closure(tree, {kernel.name}):
@@ -552,6 +614,8 @@ def kernel_key(kernel: ast.FunctionDef, tree: ast.Module, autotune: AutotuneSpec
         "heuristics": heuristics,
     }
     h.update(json.dumps(data, sort_keys=True).encode())
+    if extra:
+        h.update(b"bundle " + extra)
     return h.hexdigest()
 
 

@@ -303,9 +303,9 @@ class Semantic:
             return bool(x)
         if x.elem == i1:
             return x
-        zero = self.const(0, x.elem, x.shape) if not isinstance(x.elem, PointerType) else None
-        if zero is None:
-            raise self.error("pointers cannot be used as conditions")
+        if isinstance(x.elem, PointerType):  # as Triton: a pointer is true when it is not null
+            x = Tensor(self.b.cast(x.value, ScalarType("i64")))
+        zero = self.const(0, x.elem, x.shape)
         return Tensor(self.b.cmp("ne", x.value, zero.value))
 
     def logical_not(self, x: Tensor) -> Tensor:

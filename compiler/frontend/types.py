@@ -132,6 +132,32 @@ class BlockType:
         return f"<{list(self.shape)}, {DType(self.elem)}>"
 
 
+@dataclass(frozen=True)
+class BlockPtrType:
+    """`p.type` / `p.dtype` of a block pointer (Triton's pointer to a block type): `.element_ty` is the
+    block type, whose `.element_ty` is the element dtype (`p.type.element_ty.element_ty`)."""
+
+    elem: ElemType
+    shape: tuple[int, ...]
+
+    @property
+    def element_ty(self) -> BlockType:
+        return BlockType(self.elem, self.shape)
+
+    @property
+    def scalar(self) -> BlockPtrType:
+        return self
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_block(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return f"pointer<{self.element_ty}>"
+
+
 def dtype_named(qualname: str) -> DType | None:
     """tl.float16 (canonical 'triton.language.float16'), tl.bfloat16, tl.int32... -> DType, else None."""
     prefix = "triton.language."

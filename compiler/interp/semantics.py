@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -434,6 +434,31 @@ def _sequential_scan(x: Array, axis: int, fn: Callable[[Array, Array], Array]) -
 @_sem("barrier")
 def _barrier(op, xs, m):
     return None  # programs run one after another: nothing to wait for
+
+
+@_sem("print")
+def _print(op, xs, m):
+    """One line per element: `pid (x, y, z) idx (i, ...) prefix: value` (with several operands, the operand's
+    number too), as the cpu target prints it."""
+    prefix = op.attrs["prefix"]
+    hexa = op.attrs.get("hex", False)
+    pid = ", ".join(str(p) for p in m.pid)
+    for k, x in enumerate(xs):
+        a = np.asarray(x)
+        label = f"{prefix} (operand {k})" if len(xs) > 1 else prefix
+        for idx in np.ndindex(a.shape) if a.ndim else [()]:
+            print(f"pid ({pid}) idx ({', '.join(map(str, idx))}) {label}: {format_element(a[idx], hexa)}")
+    return None
+
+
+def format_element(v: Any, hexa: bool = False) -> str:
+    """An element as the print op shows it: ints in decimal (hex with hex=True), floats with %f."""
+    v = np.asarray(v)
+    if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
+        return f"{float(v):f}"
+    if v.dtype.kind == "b":
+        return str(int(v))
+    return f"0x{int(v) & ((1 << (8 * v.dtype.itemsize)) - 1):x}" if hexa else str(int(v))
 
 
 @_sem("assert")

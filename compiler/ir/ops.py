@@ -562,6 +562,8 @@ _op("call", (0, -1), (0, -1), attrs={"callee": str})
 _op("return", (0, -1), 0, traits=(TERMINATOR,))
 _op("barrier", 0, 0)
 _op("assert", (1, -1), 0, attrs={"message": str})
+_op("print", (0, -1), 0, attrs={"prefix": str}, optional={"hex": bool},
+    doc="tl.device_print: each element of each operand on its own line, `pid (x, y, z) idx (i, ...) prefix: v`")
 
 TERMINATORS = frozenset(n for n, spec in OPS.items() if spec.has(TERMINATOR))
 ELEMENTWISE_BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "maximum", "minimum", "pow", "atan2")

@@ -129,16 +129,16 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
 
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
-    job, source = ctx.write(lambda s: _load(s, job_id))
+    job, source, kind = ctx.write(lambda s: _load(s, job_id))
     st = ctx.settings
     try:  # the job as submit prepared it: its tuning key is not made again here
         stored = TuneJobSpec.model_validate(job.request)
         key = TuningKey(job.kernel_key, job.key_values or "", job.dtypes or "", job.target)
-        spec = _spec(ctx, job, stored, source)
+        spec = _spec(ctx, job, stored, source, kind)
         prepared = prepare_job(spec, key, stored.params)
         # never build one kernel's artifacts under another's key: the source is read (in a limited child,
         # never here) into the kernel key the row names
-        read_key = run_limited(source_kernel_key, (source, stored.name, spec.budgets), timeout_s=st.compile_timeout_s,
+        read_key = run_limited(source_kernel_key, (source, stored.name, spec.budgets, kind), timeout_s=st.compile_timeout_s,
                                memory_mb=st.compile_memory_mb)  # fmt: skip
     except ValidationError as exc:
         return _fail(ctx, job_id, f"the stored job spec is not one this worker runs: {exc.errors()[0]['msg']}")
@@ -181,24 +181,26 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     return _finish(ctx, job, prepared, outcome, device)
 
 
-def _load(session: Session, job_id: int) -> tuple[TuneJob, str]:
-    """The job and the source it compiles: the one it was sent with (a job sent by kernel key: the kernel
-    row's). _run checks that the source is still read into the job's kernel key."""
+def _load(session: Session, job_id: int) -> tuple[TuneJob, str, str]:
+    """The job, the source it compiles and its kind ("source", or "bundle": its JSON text): the one it was sent
+    with (a job sent by kernel key: the kernel row's). _run checks that the source is still read into the job's
+    kernel key."""
     job = session.get_one(TuneJob, job_id)
-    source = (job.request or {}).get("source")
+    source, kind = (job.request or {}).get("source"), (job.request or {}).get("kind") or "source"
     if not isinstance(source, str):
         kernel = crud.get_kernel(session, key=job.kernel_key)
         if kernel is None or kernel.source is None:
             raise LookupError(f"job {job_id}: kernel {job.kernel_key} has no source")
-        source = kernel.source
+        source, kind = kernel.source, kernel.kind
     session.expunge(job)
-    return job, source
+    return job, source, kind
 
 
-def _spec(ctx: WorkerContext, job: TuneJob, r: TuneJobSpec, source: str) -> TuneSpec:
+def _spec(ctx: WorkerContext, job: TuneJob, r: TuneJobSpec, source: str, kind: str = "source") -> TuneSpec:
     s = ctx.settings
     return TuneSpec(
         source=source,
+        kind=kind,
         name=r.name,
         signature=r.signature,
         launch=r.launch,

@@ -29,7 +29,7 @@ from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
 from ..db.models import Kernel, TuneJob
-from ..service import check_source_size, check_target, read_kernel, register_kernel
+from ..service import check_input, check_target, read_kernel, register_kernel
 from ..state import AppState
 from . import store
 from .executor import BrokerUnavailable
@@ -49,8 +49,10 @@ def job_public(job: TuneJob, *, trials: bool = True, attached: bool = False) -> 
     )  # fmt: skip
 
 
-async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) -> Kernel:
-    given = [k for k in ("kernel_key", "source", "ir") if getattr(body, k) is not None]
+async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) -> tuple[Kernel, str | None, str]:
+    """The kernel a job tunes, and the text it was sent as with its kind (None for a kernel sent by key: the
+    kernel row's text then)."""
+    given = [k for k in ("kernel_key", "source", "ir", "bundle") if getattr(body, k) is not None]
     if len(given) != 1:
         raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_ONE_INPUT)
     if body.ir is not None:
@@ -59,13 +61,12 @@ async def _kernel(state: AppState, body: TuneJobCreate, token_id: int | None) ->
         kernel = await state.read(lambda s: read_kernel(s, state.metrics, key=body.kernel_key or ""))
         if kernel is None:
             raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=body.kernel_key), missing="kernel")
-        if kernel.kind != "source":
+        if kernel.kind not in ("source", "bundle"):
             raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNE_NEEDS_SOURCE)
-        return kernel
-    text = body.source or ""
-    check_source_size(text, state.settings.max_source_bytes)
-    kernel, _ = await register_kernel(state, kind="source", text=text, name=body.name, signature=None, token_id=token_id)
-    return kernel
+        return kernel, None, kernel.kind
+    kind, text = check_input(body, state)  # source, or a bundle as its JSON text
+    kernel, _ = await register_kernel(state, kind=kind, text=text, name=body.name, signature=None, token_id=token_id)
+    return kernel, text, kind
 
 
 def _configs(body: TuneJobCreate, info: dict[str, Any], limit: int) -> list[dict]:
@@ -124,7 +125,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise E.ApiError(422, E.BAD_LAUNCH, f"launch.{where}: {first.get('msg')}") from None
-    kernel = await _kernel(state, body, token_id)
+    kernel, sent, kind = await _kernel(state, body, token_id)
     info = kernel.info or {}
     # an Inductor module's decorator types its runtime arguments: the request need not (names it overrides)
     signature = {**((info.get("inductor") or {}).get("signature") or {}), **body.signature}
@@ -144,7 +145,7 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
                     target=body.target, launch_key=lambda: resolved.launch_key_string())  # fmt: skip
     tkey = tk.digest
     # the job compiles the source it was sent (the kernel row's only when sent by key): its own meaning
-    spec = TuneJobSpec(source=body.source, name=kernel.name, signature=signature, constexprs=body.constexprs,
+    spec = TuneJobSpec(source=sent, kind=kind, name=kernel.name, signature=signature, constexprs=body.constexprs,
                        launch=launch, params=runtime, configs=configs, budget=body.budget, seed=body.seed,
                        cuda_graph=body.cuda_graph, budgets=state.budgets())  # fmt: skip
     request = spec.model_dump(mode="json")  # what the worker runs (runner.py: TuneJobSpec.model_validate)

@@ -102,7 +102,7 @@ def test_autotune_restores_outputs_and_keeps_winner() -> None:
             client.ArgumentError,
             "'x_ptr'",
         ),
-        (lambda k, x, y, o: k[(0,)](x, y, o, 10, BLOCK=16), client.GridError, "axis 0"),
+        (lambda k, x, y, o: k[(-1,)](x, y, o, 10, BLOCK=16), client.GridError, "axis 0"),
         (lambda k, x, y, o: k[(2, -1)](x, y, o, 10, BLOCK=16), client.GridError, "axis 1"),
         (lambda k, x, y, o: k[(1,)](x, y, o, "ten", BLOCK=16), client.ArgumentError, "'n'"),
         (lambda k, x, y, o: k[(1,)](x, y, o, 10, BLOCK=16, nope=1), client.ArgumentError, "'nope'"),
@@ -172,3 +172,59 @@ def test_all_is_sorted_and_honest() -> None:
     public = {n for n in dir(client) if not n.startswith("_")}
     # besides __all__, only the public submodules once imported: the CLI and the torch.compile integration
     assert public - set(client.__all__) <= {"cli", "inductor"}, public - set(client.__all__)
+
+
+def test_a_grid_of_no_programs_launches_nothing() -> None:
+    """As in Triton: an empty input's grid (cdiv(0, BLOCK) == 0) is no launch, not an error."""
+    k = client.jit(ADD, "add_kernel")
+    x, y, o = _add_args(20)
+    o[:] = 7
+    k[(0,)](x, y, o, 0, BLOCK=16)
+    k[lambda meta: (0, 3)](x, y, o, 0, BLOCK=16)
+    assert (o == 7).all()
+
+
+def test_static_print_prints_once_per_specialisation(capsys: pytest.CaptureFixture) -> None:
+    src = ADD.replace("    mask = offs < n\n", "    mask = offs < n\n    tl.static_print('BLOCK', BLOCK, offs)\n")
+    k = client.jit(src, "add_kernel")
+    x, y, o = _add_args(20)
+    for _ in range(2):
+        k[(1,)](x, y, o, 20, BLOCK=32)
+    k[(1,)](x, y, o, 20, BLOCK=64)
+    assert capsys.readouterr().out.splitlines() == ["BLOCK 32 i32 tile of shape [32]", "BLOCK 64 i32 tile of shape [64]"]
+
+
+PRINTING = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def show(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.device_print("x", x)
+    grid2d = offs[:, None] * 100 + tl.arange(0, 32)[None, :]  # 4 x 32: a big tile on the cpu target
+    print("g", grid2d)
+    tl.device_print("bits", (x > 1.5).to(tl.int32), hex=True)
+"""
+
+
+def _print_lines(pid: int, x: np.ndarray) -> list[str]:
+    lines = [f"pid ({pid}, 0, 0) idx ({i}) x: {float(v):f}" for i, v in enumerate(x)]
+    lines += [f"pid ({pid}, 0, 0) idx ({i}, {j}) g: {i * 100 + j}" for i in range(4) for j in range(32)]
+    lines += [f"pid ({pid}, 0, 0) idx ({i}) bits: 0x{int(v > 1.5):x}" for i, v in enumerate(x)]
+    return lines
+
+
+def test_device_print_prints_every_element_on_cpu_as_the_interpreter_does(capfd: pytest.CaptureFixture) -> None:
+    from tilec.compiler.frontend import build_ir, read_kernel
+    from tilec.compiler.interp import run_kernel
+
+    x = np.array([0.5, 1.5, 2.5, -3.0], np.float32)
+    want = _print_lines(0, x) + _print_lines(1, x)
+    client.jit(PRINTING, "show")[(2,)](x, 4, BLOCK=4)
+    assert capfd.readouterr().out.splitlines() == want
+    module = build_ir(read_kernel(PRINTING, "show"), {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 4})
+    run_kernel(module, "show", [x, np.int32(4)], (2, 1, 1))
+    assert capfd.readouterr().out.splitlines() == want

@@ -164,3 +164,51 @@ def test_key_parts_equal_the_workers() -> None:
         "target": "cpu",
     }
     assert mine["key"] == '{"n":1000,"x_ptr":{"shape":[1000],"dtype":"fp16"},"s":2.5}'
+
+
+BUNDLED = """
+import tilec
+import tilec.language as tl
+
+
+@tilec.jit
+def add(a, b):
+    return a + b
+
+
+@tilec.jit
+def vadd(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, add(tl.load(x_ptr + offs, mask=mask), tl.load(y_ptr + offs, mask=mask)), mask=mask)
+"""
+
+
+def test_a_resolved_kernel_shares_its_bundle_with_the_server(
+    service: Callable[..., Service], tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """@tilec.jit + @tilec.autotune: the bundle goes to the server (kind 'bundle'), the first rank's tuning
+    result serves the second, which times nothing and builds only the shared config."""
+    import importlib
+    import sys
+
+    import tilec
+    from tilec.client._decorators import kernel_from_function
+
+    (tmp_path / "bundled_vadd.py").write_text(BUNDLED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("bundled_vadd", None)
+    fn = importlib.import_module("bundled_vadd").vadd.fn
+    tune = tilec.autotune(configs=[tilec.Config({"BLOCK": 64}), tilec.Config({"BLOCK": 256})], key=["n"])
+    svc = service()
+    with Client(svc.url, svc.tokens["submit"]) as submitter, Client(svc.url, svc.tokens["read"]) as reader:
+        rank0 = tune(kernel_from_function(fn, server=submitter, cache=tmp_path / "cache0"))
+        run(rank0, 3000)
+        assert len(next(iter(rank0.trials.values()))) == 2
+        assert reader.kernel(rank0.ks.key).kind == "bundle"
+        rank1 = tune(kernel_from_function(fn, server=reader, cache=tmp_path / "cache1"))
+        assert rank1.ks.key == rank0.ks.key
+        run(rank1, 3000, seed=1)
+        assert rank1.trials == {} and chosen(rank1)[0] == chosen(rank0)[0]
+        assert rank1.compile_count == 1, "a hit builds only the shared config"
+    sys.modules.pop("bundled_vadd", None)

@@ -78,7 +78,8 @@ def test_launcher_packs_arguments_at_aligned_offsets() -> None:
 def test_launcher_rejects_bad_grids_and_arguments() -> None:
     lau = Launcher(0x1024, 128, 0, ["ptr", "i32"], _noop())
     with pytest.raises(GridError):
-        lau([16, 1], (0,), 0)
+        lau([16, 1], (-1,), 0)
+    assert lau([16, 1], (0, 4), 0) == 0  # no programs: nothing launched, success
     with pytest.raises(ArgumentError):
         lau([-1, 1], (1,), 0)  # a negative pointer
     with pytest.raises(ArgumentError):
@@ -129,7 +130,9 @@ def test_fast_path_launches_known_keys_only() -> None:
     assert kern.calls == [([1 << 20, 2 << 20, 3 << 20, 1024], (4, 1, 1), 0x50),
                           ([1 << 20, 2 << 20, 3 << 20, 2048], (8, 1, 1), 0x50)]  # fmt: skip
     with pytest.raises(GridError):
-        fp.launch((0,), (x, y, o, 1024), {"BLOCK_SIZE": 256})
+        fp.launch((-1,), (x, y, o, 1024), {"BLOCK_SIZE": 256})
+    calls = len(kern.calls)
+    assert fp.launch((0,), (x, y, o, 1024), {"BLOCK_SIZE": 256}) and len(kern.calls) == calls  # nothing launched
     assert not fp.launch((1,), (x, y, o, 1024), {"BLOCK_SIZE": [256]})  # unhashable keyword: full path
 
 

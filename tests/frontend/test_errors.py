@@ -47,8 +47,8 @@ def test_non_power_of_two_arange() -> None:
     assert "power of two" in e.message and (e.line, e.col) == (7, 12)
 
 
-@pytest.mark.parametrize("stmt,word", [("break", "break"), ("continue", "continue")])
-def test_break_continue_unsupported(stmt: str, word: str) -> None:
+@pytest.mark.parametrize("stmt,word", [("break", "break")])  # continue compiles (control.without_continue)
+def test_break_unsupported(stmt: str, word: str) -> None:
     e = err(f"""\
     def k(x_ptr, n, BLOCK: tl.constexpr):
         for i in range(n):
@@ -144,6 +144,40 @@ def test_source_is_never_executed(tmp_path: Path) -> None:
     with pytest.raises(CompileError) as info:
         build_ir(read_kernel(src2), {"x_ptr": "*fp32"}, {"BLOCK": 1})
     assert "open" in info.value.message and info.value.line == 7
+    assert not marker.exists()
+
+
+def test_a_bundle_is_never_executed(tmp_path: Path) -> None:
+    """The same attack spread over a bundle's modules: module-level code in each, a helper's default and
+    body, an import of a module the bundle holds, and pins naming host things."""
+    from tilec.compiler.frontend.bundle import read_bundle
+
+    marker = tmp_path / "pwned"
+    write = f"open({str(marker)!r}, 'w').write"
+    helper = textwrap.dedent(f"""\
+        import triton
+        {write}("helper module")
+
+        @triton.jit
+        def h(x, N: tl.constexpr = len({write}("default"))):
+            {write}("helper body")
+            return x
+        """)
+    kernel = textwrap.dedent(f"""\
+        import triton
+        import triton.language as tl
+        from .helpers import h
+        {write}("kernel module")
+
+        @triton.jit
+        def k(x_ptr):
+            tl.store(x_ptr, h(1.0))
+        """)
+    bundle = {"modules": {"pkg": f"{write}('package')", "pkg.helpers": helper, "pkg.kern": kernel},
+              "packages": ["pkg"], "kernel": "pkg.kern:k",
+              "pins": {"pkg.kern": {"tl": {"ref": "os.system"}, "open": {"ref": "builtins.open"}}}}  # fmt: skip
+    with pytest.raises(CompileError):
+        build_ir(read_bundle(bundle), {"x_ptr": "*fp32"}, {})
     assert not marker.exists()
 
 

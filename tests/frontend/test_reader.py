@@ -129,3 +129,22 @@ def test_fuzz_random_bodies(tokens: list) -> None:
         build_ir(read_kernel(src), {"p": "*fp32", "n": "i32"}, {})
     except CompileError:
         pass
+
+
+def test_a_librarys_host_decorators_over_jit_are_host_code() -> None:
+    """`@libentry()` / `@my_cache` above @triton.jit wrap the jit function on the host and never change its
+    body (as under Triton): the kernel reads and builds; a decorator under @triton.jit (it would transform the
+    function Triton compiles) is still refused."""
+    body = (
+        "import triton\nimport triton.language as tl\nfrom .utils import libentry\n\n\n"
+        "@libentry()\n@my_cache\n@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n"
+        "    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)\n"
+    )
+    from tilec.compiler.errors import UnsupportedSyntaxError
+    from tilec.compiler.ir import print_module
+
+    ks = read_kernel(body, "k")
+    assert "kernel @k" in print_module(build_ir(ks, {"x_ptr": "*fp32"}, {"BLOCK": 16}))
+    inner = body.replace("@my_cache\n@triton.jit\n", "@triton.jit\n@my_cache\n")
+    with pytest.raises(UnsupportedSyntaxError, match="decorator 'my_cache' is not supported"):
+        read_kernel(inner, "k")

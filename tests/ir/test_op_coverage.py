@@ -221,6 +221,7 @@ SNIPPETS["atomics-programs-assert"] = (
         %np = num_programs {axis = 0} : i32
         %ok = cmp %pid, %np {pred = "lt"} : i1
         assert %ok {message = "pid in range"}
+        print %pid, %ok {hex = true, prefix = "pid"}
         %prev = atomic_rmw %c, %pid {kind = "add"} : i32
         %q = addptr %o, %pid : ptr<i32>
         %swapped = atomic_cas %q, %np, %prev : i32

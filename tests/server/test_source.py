@@ -134,3 +134,42 @@ async def test_a_kernel_name_past_the_column_is_refused(client: httpx.AsyncClien
     r = await client.post(route, json={"source": source, "signature": {"x_ptr": "*fp32"}})
     assert r.status_code == 422, r.text
     assert r.json() == {"error": E.INVALID_REQUEST, "detail": E.MSG_KERNEL_NAME_TOO_LONG.format(limit=200)}
+
+
+BUNDLE = {
+    "modules": {
+        "pkg": "",
+        "pkg.utils": "import triton\n\n@triton.jit\ndef twice(x):\n    return x * 2\n",
+        "pkg.kern": SOFTMAX.replace("import triton.language as tl\n", "import triton.language as tl\nfrom .utils import twice\n", 1)
+        .replace("tl.exp(x - ", "tl.exp(twice(x) - "),
+    },
+    "packages": ["pkg"],
+    "kernel": "pkg.kern:softmax",
+}
+
+
+async def test_a_bundle_is_read_and_compiled(client: httpx.AsyncClient) -> None:
+    assert "twice(x)" in BUNDLE["modules"]["pkg.kern"]
+    r = await client.post("/v1/kernels", json={"bundle": BUNDLE, "signature": SIGNATURE})
+    assert r.status_code == 200, r.text
+    k = r.json()
+    assert k["kind"] == "bundle" and k["name"] == "softmax" and "func @twice" in k["ir"]
+    body = {"bundle": BUNDLE, "signature": SIGNATURE, "config": {"kwargs": {"BLOCK": 128}}, "target": "cpu"}
+    art = await client.post("/v1/compile", json=body)
+    assert art.status_code == 200, art.text
+    assert art.json()["kernel_key"] == k["key"]
+    again = await client.post("/v1/compile", json={**body, "kernel_key": k["key"], "bundle": None})
+    assert again.status_code == 200 and again.json()["cached"] and again.json()["id"] == art.json()["id"]
+
+
+async def test_a_bundle_that_names_a_module_it_does_not_contain_is_a_422(client: httpx.AsyncClient) -> None:
+    missing = {**BUNDLE, "modules": {k: v for k, v in BUNDLE["modules"].items() if k != "pkg.utils"}}
+    for signature in (SIGNATURE, None):  # read alone, or built
+        r = await client.post("/v1/kernels", json={"bundle": missing, "signature": signature})
+        assert r.status_code == 422, r.text
+        assert r.json()["error"] == E.COMPILE_ERROR and "pkg.utils" in r.json()["detail"]
+        assert r.json()["line"] is not None
+    r = await client.post("/v1/kernels", json={"bundle": {**BUNDLE, "kernel": "pkg.gone:softmax"}})
+    assert r.status_code == 422 and "does not contain" in r.json()["detail"]
+    r = await client.post("/v1/kernels", json={"bundle": BUNDLE, "source": SOFTMAX})
+    assert r.status_code == 422

@@ -207,6 +207,28 @@ def test_job_completes_with_the_fastest_trial_as_its_best(service: Service) -> N
     assert len(stored_trials(service, job["tuning_key"])) == 5
 
 
+def test_a_bundle_tunes_as_its_source_does(service: Service) -> None:
+    """A kernel bundle (as the client's resolver sends one: its configs as data) is tuned by the worker."""
+    source = vadd().replace("from .helpers import add\n", "")
+    bundle = {
+        "modules": {"pkg": "", "pkg.helpers": "import triton\n\n@triton.jit\ndef add(a, b):\n    return a + b\n",
+                    "pkg.kern": source.replace("import triton.language as tl\n", "import triton.language as tl\n"
+                                               "from .helpers import add\n", 1)
+                    .replace("tl.load(x_ptr + offs, mask=mask) + tl.load", "add(tl.load(x_ptr + offs, mask=mask), tl.load")
+                    .replace("mask=mask), mask=mask)", "mask=mask)), mask=mask)")},
+        "packages": ["pkg"],
+        "kernel": "pkg.kern:vadd",
+        "autotune": {"configs": [{"kwargs": {"BLOCK": b}} for b in BLOCKS], "key": ["n"]},
+    }
+    assert "add(tl.load" in bundle["modules"]["pkg.kern"]
+    body = job_body("", next(_sizes))
+    del body["source"]
+    done = service.wait(submitted(service, {**body, "bundle": bundle})["id"])
+    assert done["state"] == "done", done
+    assert blocks_of(done["trials"]) == list(BLOCKS) and done["trials_done"] == 4
+    assert_best_is_fastest(service, done)
+
+
 def test_second_submit_attaches_and_a_running_job_cancels(service: Service) -> None:
     body = slow_body()
     with ThreadPoolExecutor(2) as pool:

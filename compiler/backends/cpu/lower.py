@@ -39,6 +39,7 @@ from ..llvm.types import (
     splat_const,
 )
 from .buffers import STACK_LIMIT, Big, ChunkFusion, copy, is_big, make_range_big
+from .printing import lower_print
 
 Handler = Callable[["FunctionLowering", Operation], list | None]
 HANDLERS: dict[str, Handler] = {}
@@ -339,6 +340,7 @@ for _n in (*MATH_UNARY, "neg", "abs"):
     HANDLERS[_n] = _unary
 HANDLERS.update(
     {
+        "print": lower_print,
         "fma": _fma,
         "cmp": _cmp,
         "select": _select,

@@ -40,9 +40,10 @@ LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multipl
 
 class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering, WgmmaLowering, MmaLowering,
                    MemoryLowering, ReduceLowering, ShapeLowering, SortLowering):
-    def __init__(self, fn: Function, sm: int, cg: CudaOptions | None = None):
+    def __init__(self, fn: Function, sm: int, cg: CudaOptions | None = None, debug: bool = False):
         self.src = fn
         self.cg = cg or CudaOptions()  # the codegen choices (compile options), read by every mixin
+        self.debug = debug  # CompileOptions.debug: device asserts are checked (Triton's debug mode)
         self.plan = read_layouts(fn)
         self.pipes = read_pipeline(fn, self.plan)
         self._rings: dict = {}
@@ -382,7 +383,16 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.barrier()
 
     def op_assert(self, op: Operation) -> None:
-        return  # device asserts are off, as in Triton without debug
+        if not self.debug:
+            return  # device asserts are off, as in Triton without debug
+        from .printing import lower_assert
+
+        lower_assert(self, op)
+
+    def op_print(self, op: Operation) -> None:
+        from .printing import lower_print
+
+        lower_print(self, op)
 
     def op_call(self, op: Operation) -> None:
         raise CompileError(f"cuda: call to @{op.attrs['callee']} was not inlined (run the inline pass)")
@@ -393,10 +403,11 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.shm.synced()
 
 
-def lower_kernel(fn: Function, sm: int, cg: CudaOptions | None = None) -> tuple[ir.Module, dict]:
+def lower_kernel(fn: Function, sm: int, cg: CudaOptions | None = None, debug: bool = False) -> tuple[ir.Module, dict]:
     """`fn`, annotated by the cuda passes, as an NVVM module (built with the codegen options `cg`); and its
-    launch metadata."""
-    low = CudaLowering(fn, sm, cg)
+    launch metadata. `debug`: check device asserts (a failing one calls __assertfail, which stops the kernel
+    as Triton's debug mode does)."""
+    low = CudaLowering(fn, sm, cg, debug)
     module = low.lower()
     info = {
         "num_warps": low.num_warps,

@@ -90,7 +90,7 @@ def llir(module: Module, meta: dict) -> str:
 
     fn = module.kernels[0]
     cg = meta["options"].cuda
-    ll, info = lower_kernel(fn, _sm(meta), cg)
+    ll, info = lower_kernel(fn, _sm(meta), cg, debug=meta["options"].debug)
     meta.update(info)
     return grid_constant_params(
         _with_attrs(str(ll), fn.name, info["threads_per_block"], cg.leave_occupancy_to_ptxas)

@@ -1,0 +1,148 @@
+"""Triton's tutorials (python/tutorials of Triton's repository; not vendored here) run unmodified under
+`python -m tilec run`, each checked as the tutorial checks itself, and the same script under plain Triton
+as the anchor. Benchmarks and plots are switched off from outside the script (a sitecustomize that makes
+`triton.testing.perf_report(...)` objects' `.run()` do nothing), so the files stay as they are.
+
+A tutorial passes when it exits 0, prints no mismatch ("❌", "differ"), any "maximum difference" it prints
+is small, and (under tilec) no kernel fell back to Triton: `tilec.stats()` is written at exit and its
+fallbacks are listed. A file that defines `test_*` functions is also run by pytest under the drop-in.
+
+Usage (GPU machine, repo root): python3 bench/tutorials.py PATH/TO/python/tutorials [--only 01,02]
+    [--json OUT] [--timeout 900] [--no-baseline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIAL = re.compile(r"^\d\d[a-z]?-[\w.-]+\.py$")
+MISMATCH = re.compile(r"❌|\bdiffer\b|mismatch", re.IGNORECASE)
+MAX_DIFF = re.compile(r"maximum difference[^0-9]*([0-9.eE+-]+)", re.IGNORECASE)
+
+SITECUSTOMIZE = """
+import atexit, json, os, sys
+if os.environ.get("TILEC_NO_BENCH") == "1":
+    try:
+        import triton.testing as _tt
+
+        class _NoBench:
+            def __init__(self, fn):
+                self.fn = fn
+
+            def run(self, *args, **kwargs):
+                return None
+
+            def __call__(self, *args, **kwargs):
+                return self.fn(*args, **kwargs)
+
+        _tt.perf_report = lambda benchmarks: _NoBench
+    except Exception as exc:  # report, never block the run
+        print("tutorials.py: could not switch benchmarks off:", exc, file=sys.stderr)
+_out = os.environ.get("TILEC_STATS_FILE")
+if _out:
+    def _dump():
+        mod = sys.modules.get("tilec")
+        if mod is not None:
+            with open(_out, "w") as f:
+                json.dump(mod.stats(), f)
+    atexit.register(_dump)
+"""
+
+
+def run_one(cmd: list[str], env: dict, timeout: int) -> dict:
+    start = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, out, err = 124, exc.stdout or "", f"timed out after {timeout} s"
+        out = out.decode() if isinstance(out, bytes) else out
+    return {
+        "rc": rc,
+        "seconds": round(time.perf_counter() - start, 1),
+        "stdout": out[-4000:],
+        "stderr": err[-4000:],
+    }
+
+
+def verdict(res: dict) -> tuple[bool, str]:
+    if res["rc"] != 0:
+        last = (res["stderr"].strip().splitlines() or ["?"])[-1]
+        return False, f"exit {res['rc']}: {last[:300]}"
+    if MISMATCH.search(res["stdout"]):
+        line = next(x for x in res["stdout"].splitlines() if MISMATCH.search(x))
+        return False, f"mismatch printed: {line[:200]}"
+    for m in MAX_DIFF.finditer(res["stdout"]):
+        try:
+            if float(m.group(1).rstrip(".")) > 1e-3:
+                return False, f"maximum difference {m.group(1)}"
+        except ValueError:
+            continue
+    return True, "ok"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("tutorials", type=Path)
+    ap.add_argument("--only", default="", help="comma-separated prefixes, e.g. 01,02,05")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-baseline", action="store_true", help="skip the plain-Triton run of each tutorial")
+    args = ap.parse_args()
+    files = sorted(p for p in args.tutorials.iterdir() if TUTORIAL.match(p.name))
+    if args.only:
+        files = [p for p in files if any(p.name.startswith(x) for x in args.only.split(","))]
+    if not files:
+        raise SystemExit(f"no tutorials (NN-name.py) in {args.tutorials}")
+    site = Path(tempfile.mkdtemp(prefix="tilec-tutorials-"))
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    results = []
+    for path in files:
+        row: dict = {"tutorial": path.name}
+        stats_file = site / f"{path.stem}.stats.json"
+        env = {**os.environ, "TILEC_NO_BENCH": "1", "TILEC_STATS_FILE": str(stats_file), "MPLBACKEND": "Agg",
+               "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+        env.pop("TILEC_TRITON", None)
+        if not args.no_baseline:
+            base = run_one([sys.executable, str(path)], {**env, "TILEC_STATS_FILE": ""}, args.timeout)
+            row["triton"], row["triton_why"] = verdict(base)
+        res = run_one([sys.executable, "-m", "tilec", "run", str(path)], env, args.timeout)
+        ok, why = verdict(res)
+        stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+        if ok and stats.get("fallbacks"):
+            ok, why = False, f"{stats['fallbacks']} kernel(s) fell back to Triton"
+        row.update(tilec=ok, tilec_why=why, seconds=res["seconds"], stats=stats)
+        if "def test_" in path.read_text():
+            py = run_one([sys.executable, "-m", "tilec", "run", "-m", "pytest", "-x", "-q", str(path)], env,
+                         args.timeout)  # fmt: skip
+            row["pytest"], row["pytest_why"] = verdict(py)
+            row["pytest_tail"] = py["stdout"].strip().splitlines()[-1:] if py["stdout"].strip() else []
+        results.append(row)
+        mark = "PASS" if ok else "FAIL"
+        base_mark = {True: "pass", False: "FAIL", None: "-"}[row.get("triton")]
+        extra = f"  pytest: {'pass' if row.get('pytest') else 'FAIL'}" if "pytest" in row else ""
+        print(
+            f"{mark}  {path.name:50s} tilec {res['seconds']:7.1f}s  triton: {base_mark}{extra}  {why}",
+            flush=True,
+        )
+        for name, reason in (stats.get("reasons") or {}).items():
+            print(f"        fallback {name}: {reason.splitlines()[0][:200]}")
+    passed = sum(r["tilec"] for r in results)
+    anchor = [r for r in results if r.get("triton")]
+    print(f"\n{passed}/{len(results)} tutorials pass under tilec; "
+          f"{sum(r['tilec'] for r in anchor)}/{len(anchor)} of those that pass under Triton")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""The drop-in: `tilec.install()` routes every `@triton.jit` kernel made afterwards through tilec (its
+compiler, the team's server and cache), leaving a library's own host decorators and Python to run as they
+do under Triton: `triton.autotune` and `triton.heuristics` objects call the kernel's `run`, which is
+tilec's. A kernel tilec cannot compile runs under Triton, with one warning, and is counted in
+`tilec.stats()`; with TILEC_STRICT=1 that is an error instead. `python -m tilec run script.py` (or
+TILEC_TRITON=1 with `import tilec`) installs it before the script runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import types
+import warnings
+from typing import Any
+
+from tilec.compiler.errors import CompileError
+
+from ._exceptions import ArgumentError, TargetError
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {"installed": False, "patched": [], "classes": {}}
+_STATS: dict[str, Any] = {"routed": 0, "launched": 0, "fallbacks": 0, "reasons": {}, "kernels": set()}
+# Triton's launch options that tilec's launch has no use for (it plans its own)
+_TRITON_ONLY_OPTIONS = ("num_ctas", "maxnreg", "debug", "enable_fp_fusion", "launch_cooperative_grid",
+                        "launch_pdl", "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer",
+                        "reg_inc_consumer", "instrumentation_mode", "fpsan_homomorphic_casts", "stream")  # fmt: skip
+_FALLBACK_ERRORS = (CompileError, ArgumentError, TargetError, NotImplementedError)
+
+
+class RoutedKernel(Exception):
+    """TILEC_STRICT=1: a kernel that tilec could not take (its reason is the message)."""
+
+
+def install(*, strict: bool | None = None) -> None:
+    """Route `@triton.jit` kernels decorated from now on through tilec. `strict` (None: TILEC_STRICT=1)
+    makes a kernel tilec cannot compile an error instead of a warning and Triton's own compile."""
+    import triton
+    import triton.runtime.jit as rjit
+
+    with _LOCK:
+        if strict is not None:
+            _STATE["strict"] = strict
+        if _STATE["installed"]:
+            return
+        original = rjit.jit
+        try:  # every option a Triton config carries (this Triton's), besides the two tilec plans with
+            _STATE["triton_options"] = frozenset(triton.Config({}).all_kwargs()) - {"num_warps", "num_stages"}
+        except Exception:  # noqa: BLE001 - an older Triton: the fixed list below stands
+            _STATE["triton_options"] = frozenset()
+
+        def jit(fn: Any = None, **options: Any) -> Any:
+            if fn is None:
+                return lambda f: jit(f, **options)
+            return route(original(fn, **options))
+
+        jit.__doc__ = original.__doc__
+        jit.__wrapped__ = original  # type: ignore[attr-defined]
+        for owner in (triton, rjit):
+            _STATE["patched"].append((owner, "jit", owner.jit))
+            owner.jit = jit  # type: ignore[attr-defined]
+        _STATE["installed"] = True
+
+
+def uninstall() -> None:
+    """Undo install() for kernels decorated afterwards (those routed already stay routed)."""
+    with _LOCK:
+        for owner, name, value in reversed(_STATE["patched"]):
+            setattr(owner, name, value)
+        _STATE["patched"].clear()
+        _STATE["installed"] = False
+
+
+def stats() -> dict[str, Any]:
+    """Kernels routed, launches tilec ran, kernels left to Triton and why (name -> first reason), and how
+    many distinct kernels tilec launched (`kernels`)."""
+    return {**_STATS, "reasons": dict(_STATS["reasons"]), "kernels": len(_STATS["kernels"])}
+
+
+def _strict() -> bool:
+    if "strict" in _STATE:
+        return bool(_STATE["strict"])
+    return os.environ.get("TILEC_STRICT") == "1"
+
+
+def route(obj: Any) -> Any:
+    """Make a Triton JITFunction (or InterpretedFunction) launch through tilec: its class becomes a subclass
+    whose `run` is tilec's; everything else (its attributes, Triton's own compile for the fallback) stays.
+    Returns the routed object (the same one, or a copy of its state where its class cannot change)."""
+    cls = type(obj)
+    routed = _STATE["classes"].get(cls)
+    if routed is None:
+        routed = type(f"Tilec{cls.__name__}", (_Routed, cls), {"__module__": __name__, "__slots__": ()})
+        _STATE["classes"][cls] = routed
+    try:
+        obj.__class__ = routed
+    except TypeError:  # a layout __class__ cannot change (Triton's interpreter): a copy of its state
+        copy = routed.__new__(routed)
+        copy.__dict__.update(obj.__dict__)
+        obj = copy
+    with _LOCK:
+        _STATS["routed"] += 1
+    return obj
+
+
+class _Routed:
+    """The mixin over Triton's class (see route())."""
+
+    __slots__ = ()  # the object's layout stays its class's, so its __class__ can change
+
+    def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = _kernel(self)
+        dropped = _STATE.get("triton_options", frozenset())
+        launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS and k not in dropped}
+        if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
+            try:
+                return Warmed(kernel, args, launch, kernel.warm(args, launch))
+            except _FALLBACK_ERRORS as exc:
+                _give_up(self, exc)
+                kernel = None
+        if warmup:
+            return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+        if kernel is not None:
+            try:
+                kernel.run(grid, args, launch)
+                with _LOCK:
+                    _STATS["launched"] += 1
+                    _STATS["kernels"].add(id(self))
+                return Launched(kernel, args, launch)
+            except _FALLBACK_ERRORS as exc:
+                _give_up(self, exc)
+        return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+
+
+class Launched:
+    """What a routed `run` returns, in place of Triton's CompiledKernel: `handle[grid](*args)` launches the same
+    specialisation again (as a library's launch cache does: FlagGems' LibEntry keeps the first run's kernel
+    and calls it with the runtime arguments, in parameter order, or with every argument)."""
+
+    def __init__(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        self.kernel = kernel
+        names = [p.name for p in kernel.params]
+        self.given = {**dict(zip(names, args, strict=False)), **kwargs}
+        self.runtime = [p.name for p in kernel.params if not p.constexpr]
+        self.names = names
+
+    def __getitem__(self, grid: Any) -> Any:
+        return lambda *args, **kwargs: self.launch(grid, args, kwargs)
+
+    def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        order = self.names if len(args) == len(self.names) else self.runtime
+        if len(args) > len(order):
+            raise ArgumentError(f"{self.kernel.name}: {len(args)} arguments for {len(order)} parameters")
+        call = {**self.given, **dict(zip(order, args, strict=False)), **kwargs}
+        options = {k: v for k, v in call.items() if k not in self.names and k not in _TRITON_ONLY_OPTIONS}
+        positional: list = []
+        for n in self.names:  # positional as far as they go (the shape a warm launch's fast path takes)
+            if n not in call:
+                break
+            positional.append(call.pop(n))
+        rest = {k: v for k, v in call.items() if k in self.names}
+        self.kernel.run(
+            tuple(grid) if isinstance(grid, list) else grid, tuple(positional), {**rest, **options}
+        )
+        with _LOCK:
+            _STATS["launched"] += 1
+
+
+class Warmed(Launched):
+    """What a routed `warmup` returns: the handle, with what callers read of Triton's CompiledKernel
+    (registers, spills, shared memory; `_init_handles()` does nothing: the launch loads the binary)."""
+
+    def __init__(self, kernel: Any, args: tuple, kwargs: dict, art: Any) -> None:
+        super().__init__(kernel, args, kwargs)
+        meta = art.metadata
+        self.n_regs = int(meta.get("registers", 0))
+        self.n_spills = int(meta.get("spill_stores", 0))
+        self.metadata = types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name,
+                                              num_warps=int(kwargs.get("num_warps", 4)))  # fmt: skip
+        self.name = art.kernel_name
+
+    def _init_handles(self) -> None:
+        return None
+
+
+def _kernel(obj: Any) -> Any:
+    """The tilec kernel for a routed function, made on first launch (None once it went to Triton)."""
+    state = obj.__dict__.get("_tilec_state")
+    if state is None:
+        from ._jit import JITKernel
+        from ._resolve import resolve
+
+        state = obj.__dict__["_tilec_state"] = {"kernel": None}
+        server = os.environ.get("TILEC_URL") or None
+        try:
+            state["kernel"] = kernel = JITKernel(None, bundle=resolve(obj.fn), server=server)
+            kernel.debug = bool(getattr(obj, "debug", False)) or os.environ.get("TRITON_DEBUG") == "1"
+        except _FALLBACK_ERRORS as exc:
+            _give_up(obj, exc)
+    return state["kernel"]
+
+
+def _give_up(obj: Any, exc: BaseException) -> None:
+    name = f"{obj.fn.__module__}.{obj.fn.__qualname__}"
+    if _strict():
+        raise RoutedKernel(f"tilec cannot run {name}: {exc}") from exc
+    obj.__dict__["_tilec_state"] = {"kernel": None}
+    with _LOCK:
+        _STATS["fallbacks"] += 1
+        _STATS["reasons"].setdefault(name, f"{type(exc).__name__}: {exc}")
+    warnings.warn(f"tilec: {name} runs under Triton: {exc}", RuntimeWarning, stacklevel=4)
