@@ -136,6 +136,22 @@ def test_serve_banner(serve: type[Serve], database_url: str, tmp_path: Path) -> 
     assert "s3cret-pw" not in "\n".join(server.stop())
 
 
+def test_serve_on_a_port_in_use_prints_no_banner(serve: type[Serve], tmp_path: Path) -> None:
+    """The banner comes once the port is bound: a port in use is one line and a failure exit, not
+    "listening on" followed by "address already in use"."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        # the later --port wins over the free one Serve gives first
+        server = serve(["--port", str(taken.getsockname()[1])], {"TILEC_DATA_DIR": str(tmp_path)})
+        assert server.proc.wait(60) != 0
+    printed = "\n".join(server.stop())
+    assert "address already in use" in printed.lower(), printed
+    assert "listening on" not in printed, printed
+
+
 @pytest.mark.parametrize("how", ["flag", "env", "off"])
 def test_serve_access_log(serve: type[Serve], tmp_path: Path, how: str) -> None:
     env = {"TILEC_DATA_DIR": str(tmp_path)}
