@@ -265,7 +265,7 @@ def _on_server(tune: Tune, url: str, token: str | None) -> TuneReport:
         except KeyboardInterrupt:
             raise _exit(
                 130,
-                "\ntilec: interrupted while submitting; `GET /v1/tune-jobs` lists the job if it was queued",
+                "\ntilec: interrupted while submitting; `tilec jobs ls` lists the job if it was queued",
             ) from None
         except ServiceError as exc:
             if exc.status in (400, 413, 422):
@@ -297,6 +297,8 @@ def _job_body(spec: Any) -> Any:
 def _follow(client: Any, job: Any, name: str, url: str) -> Any:
     """Poll the job until it ends, with a progress bar; Ctrl-C leaves it running on the server."""
     try:
+        # the job's id and how to find it again, before anything else: a Ctrl-C leaves the job running
+        typer.echo(f"tilec: job {job.id} {job.state} on {url} (tilec jobs show {job.id})", err=True)
         with _progress(f"tuning {name}: job {job.id}") as bar:
             while job.state not in FINAL_STATES:
                 bar(total=job.trials_planned or None, completed=job.trials_done, state=job.state)
@@ -304,8 +306,8 @@ def _follow(client: Any, job: Any, name: str, url: str) -> Any:
                 job = _poll(client, job.id)
             bar(total=job.trials_planned or None, completed=job.trials_done, state=job.state)
     except KeyboardInterrupt:
-        cancel = f"POST /v1/tune-jobs/{job.id}/cancel"
-        typer.echo(f"\ntilec: job {job.id} keeps running on {url} (to stop it: {cancel})", err=True)
+        typer.echo(f"\ntilec: job {job.id} keeps running on {url}: `tilec jobs show {job.id}` follows it, "
+                   f"`tilec jobs cancel {job.id}` stops it", err=True)  # fmt: skip
         raise typer.Exit(130) from None
     return job
 
