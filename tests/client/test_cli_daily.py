@@ -58,8 +58,8 @@ def test_version() -> None:
 
 
 def test_compile_refuses_an_unknown_target_and_an_unwritable_output(
-    files: Callable[..., tuple[Path, Path]],
-    tmp_path: Path,  # noqa: F811
+    files: Callable[..., tuple[Path, Path]],  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     kernel, _ = files()
     args = ("compile", str(kernel), "--signature", SIG, "--constexpr", "BLOCK=64")

@@ -20,8 +20,9 @@ from .test_jit_shared import VADD
 
 
 def test_jobs_ls_show_cancel(
-    service: Callable[..., Service], files: Callable[..., tuple[Path, Path]]
-) -> None:  # noqa: F811
+    service: Callable[..., Service],
+    files: Callable[..., tuple[Path, Path]],  # noqa: F811
+) -> None:
     svc = service()
     kernel, launch = files()
     tuned = tune(kernel, launch, "--json", env={"TILEC_URL": svc.url, "TILEC_TOKEN": svc.tokens["submit"]})

@@ -190,7 +190,8 @@ def test_ctrl_c_leaves_the_job_running(
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, first + err
-    assert f"job {job_id} keeps running" in err and f"tilec jobs cancel {job_id}" in err and "Traceback" not in err
+    assert f"job {job_id} keeps running" in err and f"tilec jobs cancel {job_id}" in err
+    assert "Traceback" not in err
     with client.Client(svc.url, svc.tokens["read"]) as c:
         assert c.tune_job(job_id).state in ("queued", "running", "done")
 
