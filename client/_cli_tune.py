@@ -271,6 +271,8 @@ def _on_server(tune: Tune, url: str, token: str | None) -> TuneReport:
             if exc.status in (400, 413, 422):
                 raise BadInput(f"{url} refused the tune job ({exc.code}): {exc.detail}") from None
             raise _exit(1, f"tilec: {url}: {exc}") from None
+        if job.warning:
+            typer.echo(f"tilec: warning: {job.warning}", err=True)
         if job.attached:
             typer.echo(f"tilec: joined job {job.id}, already {job.state} for this tuning key", err=True)
         job = _follow(client, job, tune.prepared.base.name, url)

@@ -274,7 +274,7 @@ def worker(
     that this machine can run the target (its GPU's arch) and consumes only that target's queue, one job
     at a time."""
     from tilec.compiler.artifact import parse_target
-    from tilec.server.jobs.executor import local_targets
+    from tilec.server.jobs.executor import local_targets, worker_hostname
     from tilec.server.settings import Settings
 
     settings = Settings()
@@ -297,7 +297,7 @@ def worker(
     typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
     app.worker_main([
         "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,
-        "--hostname", f"tilec-{target.replace(':', '-')}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
+        "--hostname", f"{worker_hostname(target, os.getpid())}@%h", "--without-gossip", "--without-mingle",
     ])  # fmt: skip
 
 
