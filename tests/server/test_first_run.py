@@ -277,6 +277,20 @@ async def test_api_docs_load_only_local_assets(client: httpx.AsyncClient, page: 
         assert len(asset.content) > 100, ref
 
 
+async def test_redoc_bundle_fetches_nothing_from_a_cdn(client: httpx.AsyncClient) -> None:
+    """The bundle's own fetch of a Redocly logo (an <img> it renders) is served replaced; no other
+    https:// fetch of an image or script remains in it."""
+    bundle = (await client.get("/docs/assets/redoc.standalone.js")).text
+    assert len(bundle) > 100_000 and "cdn.redoc.ly" not in bundle
+    assert not re.search(r"""src:\s*["']https?://""", bundle)
+
+
+async def test_the_root_sends_a_person_to_the_web_page(client: httpx.AsyncClient) -> None:
+    r = await client.get("/")
+    assert r.status_code == 307 and r.headers["location"] == "/ui", r.headers
+    assert (await client.get("/ui", follow_redirects=True)).status_code == 200
+
+
 async def test_docs_assets_are_a_closed_list(client: httpx.AsyncClient) -> None:
     assert (await client.get("/docs/assets/swagger-ui.css")).status_code == 200
     for name in ("__init__.py", "../__init__.py", "%2e%2e/__init__.py", "core.py"):
