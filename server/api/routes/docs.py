@@ -69,7 +69,9 @@ _patched: dict[str, bytes] = {}
 
 def _redoc_bundle() -> bytes:
     if "redoc" not in _patched:
-        _patched["redoc"] = (ASSET_DIR / "redoc.standalone.js").read_bytes().replace(REDOC_CDN_LOGO, EMPTY_SVG)
+        _patched["redoc"] = (
+            (ASSET_DIR / "redoc.standalone.js").read_bytes().replace(REDOC_CDN_LOGO, EMPTY_SVG)
+        )
     return _patched["redoc"]
 
 
