@@ -154,6 +154,16 @@ def test_a_tuning_result_charts_every_trial_and_lists_the_failed_config(
     open_page(browser, stocked.url + "/ui/tuning")
     listed = rows(browser, "results")
     assert [r.get_attribute("data-key") for r in listed] == [tkey]
+    # the table fits the 1280 px window: every column readable without scrolling sideways; the dtypes
+    # are abbreviated to their types, the whole text on hover
+    widths = browser.execute_script(
+        "return [document.documentElement.scrollWidth, window.innerWidth,"
+        " document.querySelector('#results').getBoundingClientRect().right]"
+    )
+    assert widths[0] <= widths[1] and widths[2] <= widths[1], widths
+    dtypes = listed[0].find_element(By.CSS_SELECTOR, "span.dtypes")
+    assert dtypes.get_attribute("title") == stocked.tuned["dtypes"] and "x_ptr" not in dtypes.text
+    shot(browser, screenshots, "tuning.png")
     listed[0].find_elements(By.CSS_SELECTOR, "td a")[1].click()
     wait(browser, lambda d: state(d) in SETTLED)
     assert state(browser) == "ready"

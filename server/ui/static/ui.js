@@ -218,12 +218,20 @@
     return [a.registers ?? "", spills, a.shared_bytes == null ? "" : bytes(a.shared_bytes)];
   }
 
+  // "x_ptr:*fp32,y_ptr:*fp32,n:i32" has no space to wrap at and made the table twice the page's width:
+  // the types alone, wrapping after each comma, the whole text on hover (and on the result's own page)
+  function dtypesCell(dtypes) {
+    if (!dtypes) return "";
+    const types = dtypes.split(",").map((p) => p.slice(p.lastIndexOf(":") + 1));
+    return el("span", { class: "dtypes", title: dtypes }, types.join(", "));
+  }
+
   // a tuning result: on the tuning page with its kernel and when it improved, on a kernel's page without
   function resultRow(r, withKernel) {
     return el("tr", { "data-key": r.tuning_key },
       withKernel ? td(link(`/ui/kernels/${enc(r.kernel_key)}`, r.kernel_name)) : null,
       td(link(`/ui/tuning/${enc(r.tuning_key)}`, r.key || "(no key)", { "aria-label": `tuning result ${r.kernel_name} ${r.key} ${r.target}` })),
-      td(r.dtypes),
+      td(dtypesCell(r.dtypes)),
       td(r.target),
       td(configLabel(r.best_config)),
       td(`${ms(r.best_time_ms)} ms`),
