@@ -208,8 +208,10 @@ def job_row(driver: Any, job_id: int) -> dict | None:
         """const r = document.querySelector(`#jobs tr[data-job="${arguments[0]}"]`);
         if (!r) return null;
         const p = r.querySelector("progress");
+        const result = r.querySelector("a.result");
         return {state: r.dataset.state, value: p.value, max: p.max, worker: r.cells[6].textContent,
-                cancel: !!r.querySelector("button.cancel")};""",
+                cancel: !!r.querySelector("button.cancel"), key: r.querySelector("code.key").textContent,
+                result: result && result.getAttribute("href")};""",
         job_id,
     )
 
@@ -287,7 +289,12 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     assert values == sorted(values), seen  # the bar only moves forward
     assert any(s == "running" and 0 < v < m for s, v, m in seen), seen  # seen part-way, updated live
     assert seen[-1][1:] == (job["trials_planned"], job["trials_planned"]) == (len(SLOW_BLOCKS),) * 2
-    assert job_row(browser, slow["id"])["worker"] == job["worker"]
+    final = job_row(browser, slow["id"])
+    assert final["worker"] == job["worker"]
+    # the key values tell this kernel's jobs apart; a done job links to its tuning result
+    assert final["key"] == job["key"] == f'{{"n":{SLOW_N}}}'
+    assert final["result"] == f"/ui/tuning/{job['tuning_key']}"
+    assert job_row(browser, other["id"])["result"] is None  # cancelled: no result to link to
     if not shot_taken:
         shot(browser, screenshots, "jobs.png")
     assert errors(browser) == []

@@ -459,10 +459,14 @@
       const action = canCancel && ACTIVE.has(j.state)
         ? el("button", { type: "button", class: "cancel", "data-job": j.id, "aria-label": `Cancel job ${j.id}` }, "Cancel")
         : "";
-      const best = j.best_time_ms == null ? "" : `${ms(j.best_time_ms)} ms (${configLabel(j.best_config)})`;
+      // a done job links to the tuning result it wrote; the key values tell jobs of one kernel apart
+      const bestText = j.best_time_ms == null ? "" : `${ms(j.best_time_ms)} ms (${configLabel(j.best_config)})`;
+      const best = bestText && j.state === "done"
+        ? link(`/ui/tuning/${enc(j.tuning_key)}`, bestText, { class: "result", "aria-label": `tuning result of job ${j.id}` })
+        : bestText;
       return el("tr", { "data-job": j.id, "data-state": j.state },
         td(`#${j.id}`),
-        td(link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name)),
+        td(link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name), el("br"), el("code", { class: "key" }, j.key || "(no key)")),
         td(j.target),
         td(j.strategy),
         td(el("span", { class: `state state-${j.state}`, title: j.error || "" }, j.state)),
