@@ -128,6 +128,8 @@ def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
     with stocked.http("read") as http:
         assert ptx == http.get(f"/v1/artifacts/{stocked.artifacts['cuda:sm_90']}/ptx").text.rstrip("\n")
     assert ".target sm_90" in ptx
+    facts = browser.find_element(By.ID, "facts").text
+    assert "Constexprs" in facts and "BLOCK_SIZE=1024" in facts, facts  # not only warps and stages
 
     browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#passes-nav button"), timeout=60)
@@ -199,6 +201,14 @@ def test_a_tuning_result_charts_every_trial_and_lists_the_failed_config(
     assert "failed" in untimed["BLOCK=512"] and "static assertion failed" in untimed["BLOCK=512"]
     for label, trial in expected.items():
         assert trial["status"] in untimed[label] and trial["reason"].split("\n")[0] in untimed[label]
+    # the failed config's located error keeps its lines: the source line, and the caret under its column
+    failed = expected["BLOCK=512"]["reason"]
+    assert "\n" in failed and "^" in failed
+    shown = browser.execute_script(
+        "const r = [...document.querySelectorAll('#untimed tbody tr')].find(t => t.textContent.includes('BLOCK=512'));"
+        " const p = r && r.querySelector('pre.reason'); return p && p.textContent;"
+    )
+    assert shown == failed, (shown, failed)
     shot(browser, screenshots, "tuning-result.png")
     assert errors(browser) == []
 

@@ -288,6 +288,8 @@
       ["Artifact", el("code", {}, a.id)],
       ["Target", a.target],
       ["Config", configLabel(a.config)],
+      // the constexprs the build was specialised on (a plain build's BLOCK_SIZE=1024 is not in its config)
+      ["Constexprs", a.spec && a.spec.constexprs ? Object.entries(a.spec.constexprs).map(([n, v]) => `${n}=${v}`).join(" ") || "none" : ""],
       ["Signature", a.spec && a.spec.signature ? Object.entries(a.spec.signature).map(([n, t]) => `${n}: ${t}`).join(", ") : ""],
       ["Size", `${bytes(a.size)} (${a.emit})`],
       ["sha256", el("code", {}, a.sha256)],
@@ -433,7 +435,10 @@
         td(t.sm_clock_mhz == null ? "" : `${t.sm_clock_mhz} / ${t.mem_clock_mhz ?? "?"}`),
         td(when(t.created_at))));
     fillRows($("#trials"), rows, "No trial recorded.", 9);
-    const untimed = r.untimed.map((u) => el("tr", {}, td(configLabel(u.config)), td(u.status), td(u.reason || "")));
+    // a compile error's reason is "file:line:col: message", the source line and a caret under it: kept as
+    // lines, in a monospace block, so the caret points at its column
+    const reason = (text) => (text && text.includes("\n") ? el("pre", { class: "reason" }, text) : text || "");
+    const untimed = r.untimed.map((u) => el("tr", {}, td(configLabel(u.config)), td(u.status), td(reason(u.reason))));
     fillRows($("#untimed"), untimed, "None: every config the newest job tried was timed.", 3);
     $("#untimed-note").textContent = r.job_id ? `From tune job #${r.job_id}.` : "No tune job ran for this key (its trials were published by a client).";
     const redraw = () => drawChart(r.trial_rows);
