@@ -3,18 +3,23 @@
 does an internal compiler error, as one line (TILEC_DEBUG_FRONTEND=1 lets its traceback through).
 
 Argument syntax of `tilec compile`:
-  --signature 'x_ptr=*fp32,y_ptr=*fp32,n=i32'   the type of every runtime parameter (Triton spelling:
-                                                 *fp32 *fp16 *bf16 *i32 *i64 *u8 i1 i32 i64 u32 fp16 fp32
-                                                 fp64, or IR spelling ptr<f32> f32)
-  --dtype x_ptr=*fp16 (repeatable)               one parameter at a time (adds to / overrides --signature)
-  --constexpr BLOCK=1024 (repeatable)            a tl.constexpr value: int, float, True/False/None or text
-  --config 'BM=128,BN=128,num_warps=4'           an autotune config: constexprs plus num_warps/num_stages;
-                                                 without it an @triton.autotune kernel uses its first config
-  --target cpu|cuda:sm_XX   --emit tir|llir|ptx|cubin|object   -o OUT (default stdout; binaries need -o)
+  --signature 'x_ptr=*fp32,y_ptr=*fp32,n=i32'
+      the type of every runtime parameter, in Triton's spelling (*fp32 *fp16
+      *bf16 *i32 *i64 *u8 i1 i32 i64 u32 fp16 fp32 fp64) or the IR's (ptr<f32>)
+  --dtype x_ptr=*fp16   (repeatable)
+      one parameter at a time (adds to or overrides --signature)
+  --constexpr BLOCK=1024   (repeatable)
+      a tl.constexpr value: int, float, True/False/None or text
+  --config 'BM=128,BN=128,num_warps=4'
+      an autotune config: constexprs plus num_warps/num_stages; without it an
+      @triton.autotune kernel uses its first config
+  --target cpu|cuda:sm_XX   --emit tir|llir|ptx|cubin|object
+  -o OUT   (default stdout; binaries need -o)
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -25,6 +30,21 @@ import typer
 from tilec.compiler.errors import CompileError, ToolError
 
 EMITS = ("tir", "llir", "ptx", "cubin", "object")
+
+
+# The syntax blocks of the help texts (here, in _cli_pull.py) keep their lines under 77 columns: rich
+# wraps a longer line at the terminal's width (80 when not a terminal) into nonsense.
+def help_text(*docs: str) -> str:
+    """A command's help from docstrings, as rich prints it (it keeps every line break and wraps long lines
+    at the terminal's width): each prose paragraph becomes one line for rich to wrap; a paragraph whose
+    later lines are indented (a syntax block) keeps its lines."""
+    paragraphs: list[str] = []
+    for doc in docs:
+        for para in inspect.cleandoc(doc).split("\n\n"):
+            lines = para.strip("\n").splitlines()
+            literal = any(line[:1].isspace() for line in lines[1:])
+            paragraphs.append("\n".join(lines) if literal else " ".join(line.strip() for line in lines))
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 def _fail(msg: str) -> typer.Exit:
@@ -100,6 +120,12 @@ def compile_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="output file (default stdout)")] = None,
 ) -> None:
     """Compile one kernel of FILE for one specialisation and print (or write) the chosen stage."""
+    from tilec.compiler.artifact import parse_target
+
+    try:
+        parse_target(target)  # before any work: tir does not depend on it, yet a typo is no target
+    except ValueError as exc:
+        raise _fail(f"tilec: --target: {exc}") from None
     try:
         out = _compile(file, kernel, signature, dtype or [], constexpr or [], config, target, emit)
     except (CompileError, ToolError) as exc:
@@ -156,10 +182,13 @@ def _run_default_pipeline(module) -> str:
 
 def _write(out: str | bytes, output: Path | None) -> None:
     if output is not None:
-        if isinstance(out, bytes):
-            output.write_bytes(out)
-        else:
-            output.write_text(out)
+        try:
+            if isinstance(out, bytes):
+                output.write_bytes(out)
+            else:
+                output.write_text(out)
+        except OSError as exc:
+            raise _fail(f"tilec: cannot write {output}: {exc.strerror or exc}") from None
         return
     if isinstance(out, bytes):
         raise _fail("binary output needs -o FILE")
@@ -193,5 +222,5 @@ def ir_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("compile", help=compile_cmd.__doc__ + "\n\n" + __doc__.split("\n\n", 1)[1])(compile_cmd)
-    app.command("ir")(ir_cmd)
+    app.command("compile", help=help_text(compile_cmd.__doc__, __doc__.split("\n\n", 1)[1]))(compile_cmd)
+    app.command("ir", help=help_text(ir_cmd.__doc__))(ir_cmd)

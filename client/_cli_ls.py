@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ._cli_compile import help_text
 from ._cli_tune import BadInput, config_text  # one BadInput (exit 2)
 
 WHATS = ("kernels", "artifacts", "tuning")
@@ -203,7 +204,8 @@ def show_cmd(
     server: Server = None,
     token: Token = None,
 ) -> None:
-    """Show what KEY is on the service: a kernel, an artifact, or a tuning key's trials (best first)."""
+    """Show what KEY is on the service: a kernel, an artifact, or a tuning key's trials (best first). KEY may
+    be any unique prefix of one, such as the 16 characters `tilec ls` prints."""
 
     def work() -> None:
         if not KEY.fullmatch(key):
@@ -221,7 +223,8 @@ def show_cmd(
 
 
 def _find(client: Any, key: str) -> tuple[str | None, Any]:
-    """Ask for a kernel, then an artifact, then a tuning key's trials: the first that exists."""
+    """Ask for a kernel, then an artifact, then a tuning key's trials: the first that exists. A key that
+    names none of them whole is taken as a prefix (as `tilec ls` prints them): the one entry it begins."""
     from ._client import NotFoundError
 
     for what, get in (("kernel", client.kernel), ("artifact", client.artifact)):
@@ -230,7 +233,33 @@ def _find(client: Any, key: str) -> tuple[str | None, Any]:
         except NotFoundError:
             continue
     trials = client.trials(key)
-    return ("tuning_key", trials) if trials else (None, None)
+    if trials:
+        return "tuning_key", trials
+    found = sorted(_by_prefix(client, key))
+    if len(found) > 1:
+        shown = ", ".join(f"{what} {full}" for what, full in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise BadInput(f"{key} is ambiguous: it begins {len(found)} keys ({shown}{more}); give more of it")
+    if not found:
+        return None, None
+    return _find(client, found[0][1])
+
+
+def _by_prefix(client: Any, prefix: str) -> set[tuple[str, str]]:
+    """(what, full key) of every kernel, artifact and tuning key on the service that begins with prefix,
+    read page by page from the listings (the API looks keys up whole)."""
+    listings = (("kernel", client.kernels, "key"), ("artifact", client.artifacts, "id"),
+                ("tuning key", client.tuning_results, "tuning_key"))  # fmt: skip
+    found: set[tuple[str, str]] = set()
+    for what, listing, field in listings:
+        offset = 0
+        while True:
+            page = listing(limit=PAGE_MAX, offset=offset)
+            found |= {(what, getattr(r, field)) for r in page if getattr(r, field).startswith(prefix)}
+            if len(page) < PAGE_MAX:
+                break
+            offset += PAGE_MAX
+    return found
 
 
 def _as_json(what: str, key: str, value: Any) -> dict:
@@ -374,7 +403,6 @@ def _show_lookup(name: str, r: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    epilog = __doc__.split("\n", 1)[1]
-    app.command("ls", help=ls_cmd.__doc__ + "\n\n" + epilog)(ls_cmd)
-    app.command("show", help=show_cmd.__doc__ + "\n\n" + epilog)(show_cmd)
-    app.command("lookup", help=lookup_cmd.__doc__ + "\n\n" + epilog)(lookup_cmd)
+    app.command("ls", help=help_text(ls_cmd.__doc__, __doc__))(ls_cmd)
+    app.command("show", help=help_text(show_cmd.__doc__, __doc__))(show_cmd)
+    app.command("lookup", help=help_text(lookup_cmd.__doc__, __doc__))(lookup_cmd)

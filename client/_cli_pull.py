@@ -2,12 +2,16 @@
 with no server. Every signed manifest and binary is verified before it is written. Exit 0 when every
 kernel was pulled, 1 when the server lacks some (listed with why), refused one, or failed, 2 for bad input.
 
-The manifest (TOML), one [[kernel]] table per build:
-  file = "kernels/add.py"   name = "add_kernel"   signature = "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32"
-  launch = "add.launch.toml"       a tuned build: the launch description's tuning key is looked up
-  constexpr = { BLOCK = 1024 }     constexprs (a plain build when there is no launch)
-  hints = { x_ptr = { divisibility = 16 } }, num_warps = 4, num_stages = 3     optional, plain builds
-Paths are relative to the manifest.
+The manifest (TOML), one [[kernel]] table per build, paths relative to it:
+  [[kernel]]
+  file = "kernels/add.py"
+  name = "add_kernel"
+  signature = "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32"
+  launch = "add.launch.toml"     a tuned build: its tuning key is looked up
+  constexpr = { BLOCK = 1024 }   constexprs (a plain build without launch)
+  hints = { x_ptr = { divisibility = 16 } }   optional, plain builds
+  num_warps = 4                               optional, plain builds
+  num_stages = 3                              optional, plain builds
 """
 
 from __future__ import annotations
@@ -170,5 +174,7 @@ def _print(report: Any, json_out: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    text = pull_cmd.__doc__ + "\n\n" + __doc__.split("\n\n", 1)[1]
+    from ._cli_compile import help_text
+
+    text = help_text(pull_cmd.__doc__, __doc__)
     app.command("pull", help=text.replace("[[", "\\[\\["))(pull_cmd)  # not rich markup

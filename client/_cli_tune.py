@@ -21,7 +21,7 @@ import typer
 from tilec.compiler.errors import CompileError, ToolError
 from tilec.compiler.tune.launch import LaunchDescriptionError
 
-from ._cli_compile import _read, _value, internal_error, parse_pairs
+from ._cli_compile import _read, _value, help_text, internal_error, parse_pairs
 
 STRATEGIES = ("halving", "exhaustive", "random")
 FINAL_STATES = ("done", "failed", "cancelled")
@@ -152,12 +152,36 @@ def _setup(file: Path, kernel, signature, launch, target, strategy, budget, cons
     consts: dict[str, Any] = {}
     for c in constexpr:
         consts.update({k: _value(v) for k, v in parse_pairs(c, "--constexpr").items()})
+    if missing := [
+        p.name for p in ks.params if not p.constexpr and p.name not in consts and p.name not in sig
+    ]:
+        given = "" if not signature else f" (--signature gives {', '.join(sig) or 'none'})"
+        raise BadInput(
+            f"--signature: no type for {', '.join(missing)} of {ks.name}{given}: every runtime parameter "
+            "needs one, e.g. 'x_ptr=*fp32,n=i32' (Triton spelling)"
+        )
     description = LaunchDescription.from_toml(_read_launch(launch))
     spec = TuneSpec(source=source, name=ks.name, signature=sig, launch=description, target=target,
                     constexprs=consts, strategy=strategy, budget=budget)  # fmt: skip
     prepared = prepare(spec)
+    _check_grid(prepared)
     _preflight(ks, prepared)
     return Tune(file, spec, prepared)
+
+
+def _check_grid(prepared: Any) -> None:
+    """A grid that no config can compute (a name neither a scalar nor a config parameter) is a bad launch
+    description, as the service says at submit: refused here before every trial fails alike."""
+    first: LaunchDescriptionError | None = None
+    for config in prepared.configs:
+        try:
+            options = {k: v for k, v in config.items() if k != "kwargs"}
+            prepared.resolved.grid({**config["kwargs"], **options})  # as the bench sees a config
+            return
+        except LaunchDescriptionError as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def _read_launch(path: Path) -> str:
@@ -190,6 +214,7 @@ def _here(tune: Tune) -> TuneReport:
     from tilec.runtime.tune import run_tune
 
     prepared, spec = tune.prepared, tune.spec
+    _check_gpu_here(spec.target)
     with _progress(f"tuning {prepared.base.name} here ({spec.target})") as bar:
         outcome, device = run_tune(
             prepared, on_plan=lambda n: bar(total=n), on_trial=lambda t: bar(advance=1)
@@ -199,6 +224,32 @@ def _here(tune: Tune) -> TuneReport:
     job = {"state": "done", "kernel_key": prepared.kernel_key, "key": prepared.key, "dtypes": prepared.dtypes,
            "target": spec.target, "strategy": spec.strategy, "device": device}  # fmt: skip
     return TuneReport("done", trials, job, best.config if best else None, best.time_ms if best else None)
+
+
+def _check_gpu_here(target: str) -> None:
+    """Tuning a cuda target here times it on this machine's GPU: without one (or with another arch) that
+    is no compiler bug but the wrong machine; say so, and how the service tunes it on a worker that has it."""
+    from tilec.compiler.artifact import parse_target
+
+    kind, sm = parse_target(target)
+    if kind != "cuda":
+        return
+    try:
+        from tilec.runtime.cuda import device_sm
+
+        here = device_sm(0)
+    except Exception as exc:  # noqa: BLE001 - no driver, no GPU, no CUDA: said in one line
+        why = " ".join(str(exc).split())[:200]
+        raise _exit(1, f"tilec: tuning for {target} on this machine needs its GPU, and none can be used here "
+                       f"({why}).\n{_use_a_server(target)}") from None  # fmt: skip
+    if here != sm:
+        raise _exit(1, f"tilec: tuning for {target} on this machine needs an sm_{sm} GPU; this one is sm_{here}."
+                       f"\n{_use_a_server(target)}")  # fmt: skip
+
+
+def _use_a_server(target: str) -> str:
+    return (f"Tune on the service instead: --server URL (or TILEC_URL) with a submit token; a worker started "
+            f"with `tilec worker --target {target}` on such a GPU runs the job.")  # fmt: skip
 
 
 # ---- on the service -------------------------------------------------------------------------------
@@ -214,12 +265,14 @@ def _on_server(tune: Tune, url: str, token: str | None) -> TuneReport:
         except KeyboardInterrupt:
             raise _exit(
                 130,
-                "\ntilec: interrupted while submitting; `GET /v1/tune-jobs` lists the job if it was queued",
+                "\ntilec: interrupted while submitting; `tilec jobs ls` lists the job if it was queued",
             ) from None
         except ServiceError as exc:
             if exc.status in (400, 413, 422):
                 raise BadInput(f"{url} refused the tune job ({exc.code}): {exc.detail}") from None
             raise _exit(1, f"tilec: {url}: {exc}") from None
+        if job.warning:
+            typer.echo(f"tilec: warning: {job.warning}", err=True)
         if job.attached:
             typer.echo(f"tilec: joined job {job.id}, already {job.state} for this tuning key", err=True)
         job = _follow(client, job, tune.prepared.base.name, url)
@@ -246,6 +299,8 @@ def _job_body(spec: Any) -> Any:
 def _follow(client: Any, job: Any, name: str, url: str) -> Any:
     """Poll the job until it ends, with a progress bar; Ctrl-C leaves it running on the server."""
     try:
+        # the job's id and how to find it again, before anything else: a Ctrl-C leaves the job running
+        typer.echo(f"tilec: job {job.id} {job.state} on {url} (tilec jobs show {job.id})", err=True)
         with _progress(f"tuning {name}: job {job.id}") as bar:
             while job.state not in FINAL_STATES:
                 bar(total=job.trials_planned or None, completed=job.trials_done, state=job.state)
@@ -253,8 +308,8 @@ def _follow(client: Any, job: Any, name: str, url: str) -> Any:
                 job = _poll(client, job.id)
             bar(total=job.trials_planned or None, completed=job.trials_done, state=job.state)
     except KeyboardInterrupt:
-        cancel = f"POST /v1/tune-jobs/{job.id}/cancel"
-        typer.echo(f"\ntilec: job {job.id} keeps running on {url} (to stop it: {cancel})", err=True)
+        typer.echo(f"\ntilec: job {job.id} keeps running on {url}: `tilec jobs show {job.id}` follows it, "
+                   f"`tilec jobs cancel {job.id}` stops it", err=True)  # fmt: skip
         raise typer.Exit(130) from None
     return job
 
@@ -360,4 +415,4 @@ def _int(value: int | None) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("tune", help=tune_cmd.__doc__ + "\n\n" + __doc__.split("\n", 1)[1])(tune_cmd)
+    app.command("tune", help=help_text(tune_cmd.__doc__, __doc__))(tune_cmd)

@@ -45,7 +45,8 @@ _KEYS = TypeAdapter(list[KeyPublic])
 
 class ServiceError(TilecError):
     def __init__(self, status: int, code: str, detail: str, body: dict | None = None) -> None:
-        super().__init__(f"{status} {code}: {detail}")
+        # status 0: no answer at all (connection refused, DNS, timeout), said so rather than "0 unreachable:"
+        super().__init__(f"cannot reach the server: {detail}" if status == 0 else f"{status} {code}: {detail}")
         self.status = status
         self.code = code
         self.detail = detail

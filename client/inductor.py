@@ -171,10 +171,30 @@ def backend(gm: Any, example_inputs: Any, server: Any = None, **options: Any) ->
     through functools.partial(backend, options={...})."""
     from torch._inductor.compile_fx import compile_fx
 
+    _warn_if_no_cuda_inputs(example_inputs)
     _patch(server)
     patches = dict(options.pop("options", None) or {})
     with _active():
         return compile_fx(gm, example_inputs, config_patches=patches)
+
+
+NO_CUDA_WARNING = (
+    "tilec.inductor: this graph's tensors are not on a CUDA device, and for those Inductor generates C++, "
+    "not Triton kernels: tilec compiles none of them (stats() stays at 0); tilec takes over Inductor's "
+    "Triton kernels of CUDA tensors"
+)
+_warned_no_cuda = False
+
+
+def _warn_if_no_cuda_inputs(example_inputs: Any) -> None:
+    """Once per process: a graph without CUDA tensors runs Inductor's C++ kernels, none of them tilec's;
+    said, rather than stats() quietly reading 0/0."""
+    global _warned_no_cuda
+    tensors = [t for t in example_inputs if hasattr(t, "device")]
+    if _warned_no_cuda or not tensors or any(t.device.type == "cuda" for t in tensors):
+        return
+    _warned_no_cuda = True
+    warnings.warn(NO_CUDA_WARNING, RuntimeWarning, stacklevel=3)
 
 
 @contextlib.contextmanager

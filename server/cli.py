@@ -44,9 +44,7 @@ def serve(
     settings = Settings(**overrides)
     # the app is built from TILEC_* in each uvicorn worker: pass the command line on through them
     os.environ.update({f"TILEC_{k.upper()}": str(v) for k, v in overrides.items()})
-    for line in banner(settings):
-        typer.echo(line)
-    uvicorn.run(
+    config = uvicorn.Config(
         "tilec.server.main:app",
         host=settings.host,
         port=settings.port,
@@ -59,6 +57,21 @@ def serve(
         access_log=settings.access_log,
         env_file=None,
     )
+    # uvicorn.run's two paths, with the socket bound first: the banner is printed only once the port is
+    # ours (a port in use is one line, "address already in use", and exit 3, with no banner before it)
+    sock = config.bind_socket()
+    sock.listen(config.backlog)
+    for line in banner(settings):
+        typer.echo(line)
+    try:
+        if workers > 1:
+            from uvicorn.supervisors import Multiprocess
+
+            Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+        else:
+            uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
 
 
 def banner(settings: Settings) -> list[str]:
@@ -137,10 +150,12 @@ def db_downgrade(revision: Annotated[str, typer.Argument()] = "base") -> None:
     typer.echo(f"database at {revision}")
 
 
+# --server as every client verb spells it; --url, the old spelling, still works
 UrlOption = Annotated[
-    str | None, typer.Option("--url", help="a running server: go through its API (the revoke takes effect there at once)")
+    str | None,
+    typer.Option("--server", "--url", help="a running server: go through its API (a revoke takes effect there at once)"),
 ]
-TokenOption = Annotated[str | None, typer.Option("--token", envvar="TILEC_TOKEN", help="an admin token, with --url")]
+TokenOption = Annotated[str | None, typer.Option("--token", envvar="TILEC_TOKEN", help="an admin token, with --server")]
 
 
 def _in_database(fn: Callable[[Any], T]) -> T:
@@ -160,7 +175,7 @@ def _in_database(fn: Callable[[Any], T]) -> T:
         engine.dispose()
 
 
-# How the commands given --url reach the API: tilec/cli.py hands in a function returning the client's HTTP
+# How the commands given --server reach the API: tilec/cli.py hands in a function returning the client's HTTP
 # client class (called with (url, token), a context manager) and its error class; the server imports nothing
 # from the client.
 _API: dict[str, Callable[[], tuple[type, type[Exception]]]] = {}
@@ -168,7 +183,7 @@ _API: dict[str, Callable[[], tuple[type, type[Exception]]]] = {}
 
 def _through_api(url: str, token: str | None, call: Callable[[Any], T]) -> T:
     if not _API:
-        typer.echo("tilec: --url needs the tilec client (run this through the `tilec` command)", err=True)
+        typer.echo("tilec: --server needs the tilec client (run this through the `tilec` command)", err=True)
         raise typer.Exit(2)
     client_class, error = _API["load"]()
     try:
@@ -209,6 +224,7 @@ def token_ls(url: UrlOption = None, token: TokenOption = None) -> None:
         rows = _through_api(url, token, lambda c: c.list_tokens())
     else:
         rows = _in_database(lambda s: [_token_row(r) for r in crud.list_tokens(s)])
+    typer.echo("id\tscopes\tcreated\trevoked\tdescription")  # tab-separated, for cut and awk; this line first
     for t in rows:
         revoked = t.revoked_at.isoformat(timespec="seconds") if t.revoked_at else "active"
         created = t.created_at.isoformat(timespec="seconds")
@@ -218,7 +234,7 @@ def token_ls(url: UrlOption = None, token: TokenOption = None) -> None:
 @token_app.command("revoke")
 def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], url: UrlOption = None,
                  token: TokenOption = None) -> None:
-    """Revoke token ID. With --url the server refuses it at once; every other server process (workers,
+    """Revoke token ID. With --server the server refuses it at once; every other server process (workers,
     replicas; or all of them, written to the database directly) within TILEC_REVOCATION_POLL_S."""
     from tilec.server.db import crud
 
@@ -235,7 +251,7 @@ def token_revoke(token_id: Annotated[int, typer.Argument(metavar="ID", min=1)], 
 
 @key_app.command("show")
 def key_show(
-    url: Annotated[str | None, typer.Option("--url", help="a running server: print the keys it serves")] = None,
+    url: Annotated[str | None, typer.Option("--server", "--url", help="a running server: print the keys it serves")] = None,
 ) -> None:
     """Print the signing key's id, algorithm and base64 public key (tab-separated), as clients pin it
     in TILEC_TRUSTED_KEYS: the key of TILEC_SIGNING_KEY, else TILEC_DATA_DIR's (made if missing)."""
@@ -262,7 +278,7 @@ def worker(
     that this machine can run the target (its GPU's arch) and consumes only that target's queue, one job
     at a time."""
     from tilec.compiler.artifact import parse_target
-    from tilec.server.jobs.executor import local_targets
+    from tilec.server.jobs.executor import local_targets, worker_hostname
     from tilec.server.settings import Settings
 
     settings = Settings()
@@ -285,12 +301,12 @@ def worker(
     typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
     app.worker_main([
         "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,
-        "--hostname", f"tilec-{target.replace(':', '-')}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
+        "--hostname", f"{worker_hostname(target, os.getpid())}@%h", "--without-gossip", "--without-mingle",
     ])  # fmt: skip
 
 
 def register(app: typer.Typer, *, api: Callable[[], tuple[type, type[Exception]]] | None = None) -> None:
-    """Add the server's commands to app; api() gives the HTTP client class and its error for --url."""
+    """Add the server's commands to app; api() gives the HTTP client class and its error for --server."""
     if api is not None:
         _API["load"] = api
     app.command("serve")(serve)

@@ -24,9 +24,17 @@ def _package_folders() -> set[str]:
     return found
 
 
+# folders of data files beneath a package, listed as packages so that setuptools does not warn
+DATA_FOLDERS = {"tilec.migrations.versions", "tilec.server.ui.static", "tilec.server.ui.static.vendor",
+                "tilec.server.ui.templates"}  # fmt: skip
+
+
 def test_pyproject_lists_every_package_folder() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert set(config["packages"]) == _package_folders()
+    assert set(config["packages"]) == _package_folders() | DATA_FOLDERS
+    for name in DATA_FOLDERS:
+        folder = ROOT.joinpath(*name.split(".")[1:])
+        assert folder.is_dir() and not (folder / "__init__.py").exists(), name
     assert config["package-dir"] == {"tilec": "tilec", **{f"tilec.{p}": p for p in PARTS}}
 
 
@@ -42,13 +50,13 @@ def test_wheel_adds_no_other_top_level_name(tmp_path: Path) -> None:
         "-m",
         "pip",
         "wheel",
-        "-q",
         "--no-deps",
         "--no-build-isolation",
         "-w",
         str(tmp_path),
     ]
-    subprocess.run([*pip_wheel, str(tree)], check=True, cwd=tmp_path, capture_output=True)
+    built = subprocess.run([*pip_wheel, str(tree)], check=True, cwd=tmp_path, capture_output=True, text=True)
+    assert "absent from the `packages` configuration" not in built.stdout + built.stderr, built.stderr
     (wheel,) = tmp_path.glob("tilec-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}

@@ -7,18 +7,16 @@
 `tilec.server`, `tilec.client`, `tilec.migrations`. Names are resolved on first use, so `import tilec.compiler` stays light.
 """
 
-from __future__ import annotations
-
-import importlib
-import importlib.util
-import os
-from typing import Any
+import importlib as _importlib
+import importlib.util as _importlib_util
+import os as _os
+from typing import Any as _Any
 
 # An installed wheel holds the parts inside this folder. In a source checkout they are the repository's
 # top-level folders beside this one, so the checkout works from PYTHONPATH alone (the GPU machine's case).
-_checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if not os.path.isdir(os.path.join(os.path.dirname(__file__), "compiler")) and os.path.isfile(
-    os.path.join(_checkout, "compiler", "__init__.py")
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "compiler")) and _os.path.isfile(
+    _os.path.join(_checkout, "compiler", "__init__.py")
 ):
     __path__.append(_checkout)  # type: ignore[name-defined]
 
@@ -62,23 +60,25 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-if os.environ.get("TILEC_TRITON") == "1":  # route @triton.jit kernels from here on (client/_dropin.py)
-    if importlib.util.find_spec("triton") is None:
-        import warnings
+if _os.environ.get("TILEC_TRITON") == "1":  # route @triton.jit kernels from here on (client/_dropin.py)
+    if _importlib_util.find_spec("triton") is None:
+        import warnings as _warnings
 
-        warnings.warn("TILEC_TRITON=1 but triton is not installed: nothing to route", RuntimeWarning, stacklevel=2)
+        _warnings.warn("TILEC_TRITON=1 but triton is not installed: nothing to route", RuntimeWarning, stacklevel=2)
     else:
-        importlib.import_module("tilec.client").install()
+        _importlib.import_module("tilec.client").install()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'tilec' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names, the parts imported so far and the module's dunders; not the helpers above."""
+    parts = {n for n, v in globals().items() if getattr(v, "__name__", None) == f"{__name__}.{n}"}
+    return sorted({n for n in globals() if n.startswith("__")} | parts | set(__all__))

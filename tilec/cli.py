@@ -4,10 +4,36 @@ server extra is installed, the server's (serve, db, token). Each side registers 
 from __future__ import annotations
 
 import importlib.util
+import warnings
+from typing import Annotated
 
 import typer
 
 app = typer.Typer(help="tilec: a tile compiler and its shared autotune cache", no_args_is_help=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from tilec import __version__
+
+        typer.echo(f"tilec {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """tilec: a tile compiler and its shared autotune cache."""
+    warnings.showwarning = _one_line_warning
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """A warning on the command line is one line for a person (`tilec: warning: ...`), not Python's
+    `path:line: UserWarning:` with the source line under it."""
+    typer.echo(f"tilec: warning: {message}", err=True)
 
 
 def _register_all() -> None:

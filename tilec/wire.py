@@ -322,6 +322,7 @@ class TuneJobPublic(BaseModel):
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
     attached: bool = False  # this request joined a job already queued or running for the same tuning key
+    warning: str | None = None  # at submit: why the job may wait (no live worker serves its target)
     trials: list[TuneTrialPublic] = Field(default_factory=list)
 
 

@@ -244,7 +244,7 @@ def last_job_trials(conn: Connection, *, tkey: str) -> Row | None:
 
 # tune jobs
 
-JOB_ROW = ("id", "state", "kernel_key", "key_values", "dtypes", "target", "strategy", "trials_done", "trials_planned",
+JOB_ROW = ("id", "state", "kernel_key", "tuning_key", "key_values", "dtypes", "target", "strategy", "trials_done", "trials_planned",
            "worker", "deliveries", "error", "best_time_ms", "submitted_by", "created_at", "started_at", "finished_at")  # fmt: skip
 
 

@@ -21,6 +21,24 @@ from .store import RETRY_S
 log = logging.getLogger("tilec.jobs")
 
 
+LIVE_TTL_S = 5.0  # how long the answer to "which targets have a live worker" is reused
+
+
+def worker_hostname(target: str, pid: int) -> str:
+    """The Celery hostname `tilec worker --target T` takes (before its @host): the target is read back
+    from it by worker_target."""
+    return f"tilec-{target.replace(':', '-')}-{pid}"
+
+
+def worker_target(hostname: str) -> str | None:
+    """'tilec-cuda-sm_90-1234@host' -> 'cuda:sm_90'; None for a worker that is not tilec's."""
+    name = hostname.split("@", 1)[0]
+    if not name.startswith("tilec-") or name.count("-") < 2:
+        return None
+    target = name.removeprefix("tilec-").rsplit("-", 1)[0]
+    return target.replace("-", ":", 1) if target.startswith("cuda-") else target
+
+
 class BrokerUnavailable(Exception):
     """The job could not be handed to the broker (it is down or unreachable)."""
 
@@ -31,6 +49,8 @@ class Executor(Protocol):
     def targets(self) -> set[str] | None: ...  # the targets it can run (None: any; a worker may take it)
 
     def submit(self, job_id: int, target: str, *, resend: bool = False) -> None: ...  # resend: to the queue's front
+
+    def live_targets(self) -> set[str] | None: ...  # the targets some worker serves now (None: unknown)
 
     def close(self) -> None: ...
 
@@ -95,9 +115,27 @@ class CeleryExecutor:
 
         self.settings = settings
         self.app = make_celery(settings)
+        self._live: tuple[float, set[str]] | None = None
 
     def targets(self) -> None:
         return None
+
+    def live_targets(self) -> set[str] | None:
+        """The targets of the workers that answer a ping now (their hostnames, as `tilec worker` names
+        them, carry the target), remembered for LIVE_TTL_S: a submit asks at most that often. None when
+        the broker cannot be asked."""
+        import time
+
+        now = time.monotonic()
+        if self._live is not None and now - self._live[0] < LIVE_TTL_S:
+            return self._live[1]
+        try:
+            replies = self.app.control.ping(timeout=min(1.0, self.settings.broker_timeout_s))
+        except Exception:  # noqa: BLE001 - the broker down: submit says so itself; here we only do not know
+            return None
+        found = {worker_target(host) for reply in replies for host in reply} - {None}
+        self._live = (now, found)  # type: ignore[assignment]
+        return found  # type: ignore[return-value]
 
     def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
         """Publish the job's message: a first one behind the queue's other first messages, one sent again (its

@@ -170,6 +170,8 @@ async def submit(state: AppState, body: TuneJobCreate, token_id: int | None) -> 
             await state.write(lambda s: s.delete(s.get_one(TuneJob, public.id)))
             raise E.ApiError(503, E.BROKER_UNAVAILABLE, E.MSG_BROKER_UNAVAILABLE.format(reason=str(exc)[:300]),
                              headers={"Retry-After": "5"}) from None  # fmt: skip
+    if not finished and public.state == "queued":
+        public.warning = await _no_worker_warning(state, body.target)
     return public, (200 if finished else 202)
 
 
@@ -186,6 +188,18 @@ def _check_job_limit(session: Session, token_id: int | None, tkey: str, limit: i
     if joins is None and (active or 0) >= limit:
         detail = E.MSG_TOO_MANY_JOBS.format(limit=limit)
         raise E.ApiError(429, E.TOO_MANY_JOBS, detail, headers={"Retry-After": JOB_RETRY_S})
+
+
+async def _no_worker_warning(state: AppState, target: str) -> str | None:
+    """A job for a target no live worker serves waits queued until one starts: said at submit (a 202 all
+    the same, not a 422: a worker may be starting, and the queue keeps the job for it)."""
+    live_targets = getattr(state.executor, "live_targets", None)
+    live = await run_in_threadpool(live_targets) if live_targets is not None else None
+    if live is None or target in live:
+        return None
+    serving = ", ".join(sorted(live)) or "none"
+    return (f"no worker for {target} answers now (workers serve: {serving}); the job waits queued until one "
+            f"starts: tilec worker --target {target}, on a machine with that GPU")  # fmt: skip
 
 
 def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[list[dict], dict | None] | None:

@@ -148,6 +148,7 @@ class JobRowPublic(BaseModel):
     state: JobState
     kernel_key: str
     kernel_name: str
+    tuning_key: str  # the result a done job wrote (/ui/tuning/{tuning_key})
     key: str
     dtypes: str
     target: str

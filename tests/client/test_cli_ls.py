@@ -198,3 +198,21 @@ async def test_async_client_listings(tmp_path: Path) -> None:
             assert [t.time_ms for t in await c.trials(recorded.tuning_key)] == [1.0]
     finally:
         service.state.tilec.close()
+
+
+def test_show_takes_a_unique_prefix_and_names_an_ambiguous_one(service: Callable[..., Service]) -> None:
+    """`tilec ls` prints 16 characters of a key: `tilec show` takes those (any unique prefix); a prefix
+    that begins several keys is bad input naming them. 17 kernels: two share a first hex digit."""
+    svc = service()
+    with client.Client(svc.url, svc.tokens["submit"]) as c:
+        keys = [c.submit_kernel(KernelCreate(ir=ADD_IR.replace("@add(", f"@add{i}("))).key for i in range(17)]
+    assert len(set(keys)) == 17
+    for key in keys[:3]:
+        out = json.loads(ok(tilec("show", key[:16], "--json", svc=svc)).stdout)
+        assert out["what"] == "kernel" and out["kernel"]["key"] == key
+    first = [k[0] for k in keys]
+    shared = next(ch for ch in first if first.count(ch) > 1)
+    both = [k for k in keys if k.startswith(shared)]
+    fails(tilec("show", shared, svc=svc), 2, f"{shared} is ambiguous", f"kernel {both[0]}", "give more of it")
+    unused = next(ch for ch in "0123456789abcdef" if ch not in first)
+    fails(tilec("show", unused * 3, svc=svc), 1, "has no kernel, artifact or tuning key")

@@ -266,6 +266,18 @@ def test_no_server_exits_2(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "pull needs a server" in r.stderr
 
 
+def test_a_server_that_is_down_is_named_as_unreachable(tmp_path: Path) -> None:
+    from tests.server.conftest import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    r = pull(write_project(tmp_path, PLAIN), tmp_path / "out", svc=Service(closed))
+    assert r.exit_code == 1, r.output
+    assert (
+        r.stderr.startswith(f"tilec: {closed}: cannot reach the server: ") and "0 unreachable" not in r.stderr
+    )
+    no_traceback(r)
+
+
 # ---- load_index -------------------------------------------------------------------------------------
 
 
@@ -376,3 +388,35 @@ def test_a_missing_or_foreign_index_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "index.json").write_text('{"format": "tilec-index/1", "entries": [{"name": 3}]}')
     with pytest.raises(IndexFileError, match="entry 0 lacks or mistypes name"):
         load_index(tmp_path)
+
+
+def test_an_unpinned_pull_warns_in_one_line(
+    svc: Service, first_pull: tuple[Path, dict, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without TILEC_TRUSTED_KEYS the `tilec` command says so once, as `tilec: warning: ...`, not as
+    Python's `path:line: UserWarning:` with a source line."""
+    import warnings
+
+    from tilec.cli import _register_all
+    from tilec.cli import app as tilec_app
+    from tilec.client import _verify
+
+    _register_all()
+    monkeypatch.setattr(_verify, "_warned", False)
+    env = {"TILEC_URL": svc.url, "TILEC_TOKEN": svc.tokens["read"], "TILEC_TRUSTED_KEYS": None}
+    args = [
+        "pull",
+        "--manifest",
+        str(write_project(tmp_path, PLAIN)),
+        "--target",
+        "cpu",
+        "-o",
+        str(tmp_path / "o"),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UserWarning)
+        r = runner.invoke(tilec_app, args, env=env)
+    assert r.exit_code == 0, r.output
+    lines = [line for line in r.stderr.splitlines() if "TILEC_TRUSTED_KEYS" in line]
+    assert len(lines) == 1 and lines[0].startswith("tilec: warning: no TILEC_TRUSTED_KEYS pinned"), r.stderr
+    assert "UserWarning" not in r.stderr and ".py:" not in r.stderr, r.stderr

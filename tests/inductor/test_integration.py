@@ -106,3 +106,22 @@ def test_tilec_kernel_runs_the_wrappers_launches_on_cpu(name: str, tmp_path, mon
         )
         got = np.lib.stride_tricks.as_strided(base, out["shape"], [s * dt.itemsize for s in out["stride"]])
         np.testing.assert_allclose(got, want.numpy(), rtol=entry["rtol"], atol=entry["atol"])
+
+
+def test_a_graph_without_cuda_tensors_says_once_that_tilec_runs_none_of_it(monkeypatch) -> None:
+    """Without a GPU Inductor writes C++ for the graph, and tilec sees no kernel: the backend says so
+    once per process, and the model still runs (Inductor's own kernels)."""
+    import warnings
+
+    monkeypatch.setattr(tilec.client.inductor, "_warned_no_cuda", False)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    x = torch.randn(4, 8)
+    before = tilec.inductor.stats()["tilec"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = torch.compile(model, backend=tilec.inductor.backend)
+        torch.testing.assert_close(compiled(x), model(x))
+        torch.compile(torch.nn.Tanh(), backend=tilec.inductor.backend)(x)  # a second graph: no second word
+    said = [w for w in caught if "tilec compiles none of them" in str(w.message)]
+    assert len(said) == 1 and issubclass(said[0].category, RuntimeWarning), [str(w.message) for w in caught]
+    assert tilec.inductor.stats()["tilec"] == before

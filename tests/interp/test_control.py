@@ -278,8 +278,10 @@ def test_grid_of_100_programs_with_1024_element_tiles_is_fast():
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     o = np.zeros(n, np.float32)
     m = parse_checked(text)
-    start = time.perf_counter()
+    # this process's CPU time, not the wall clock: other processes on a loaded machine (xdist workers, a
+    # build beside CI) stretch the wall clock, not this; a per-element interpreter takes tens of seconds
+    start = time.process_time()
     run_kernel(m, "k", [x, o, n], (100,))
-    elapsed = time.perf_counter() - start
+    spent = time.process_time() - start
     np.testing.assert_array_equal(o, x)
-    assert elapsed < 1.0, elapsed
+    assert spent < 3.0, spent

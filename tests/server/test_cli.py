@@ -1,5 +1,5 @@
 """`tilec db upgrade|downgrade` and `tilec token create|ls|revoke` against the test databases (and, for
-`--url`, a real uvicorn process)."""
+`--server` or its old spelling `--url`, a real uvicorn process)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,13 @@ def test_token_ls_and_revoke_in_the_database(cli: CliRunner, database_url: str, 
     cli.invoke(app, ["token", "create", "--scope", "read", "--description", "laptop"], env=env)
     listed = cli.invoke(app, ["token", "ls"], env=env)
     assert listed.exit_code == 0, listed.output
-    token_id, scopes, _created, state, description = listed.output.strip().split("\t")
+    header, row = listed.output.strip().splitlines()
+    assert header.split("\t") == ["id", "scopes", "created", "revoked", "description"]
+    token_id, scopes, _created, state, description = row.split("\t")
     assert (scopes, state, description) == ("read", "active", "laptop")
     revoked = cli.invoke(app, ["token", "revoke", token_id], env=env)
     assert revoked.exit_code == 0 and revoked.output.startswith(f"token {token_id} revoked at ")
-    assert cli.invoke(app, ["token", "ls"], env=env).output.split("\t")[3] != "active"
+    assert cli.invoke(app, ["token", "ls"], env=env).output.splitlines()[1].split("\t")[3] != "active"
     missing = cli.invoke(app, ["token", "revoke", "4242"], env=env)
     assert missing.exit_code == 1 and "no token 4242" in missing.output
 
@@ -73,11 +75,11 @@ def test_token_revoke_through_the_api_is_immediate(
     for _ in range(2):  # the token is now in the server's cache
         assert httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {reader}"}).status_code == 200
     remote = {**env, "TILEC_TOKEN": admin}
-    rows = cli.invoke(app, ["token", "ls", "--url", server.url], env=remote).output.strip().splitlines()
+    rows = cli.invoke(app, ["token", "ls", "--server", server.url], env=remote).output.strip().splitlines()
     reader_id = rows[-1].split("\t")[0]
-    assert len(rows) == 2 and rows[-1].split("\t")[3] == "active"
+    assert len(rows) == 3 and rows[0].startswith("id\t") and rows[-1].split("\t")[3] == "active"
     denied = cli.invoke(app, ["token", "revoke", reader_id, "--url", server.url, "--token", reader], env=env)
     assert denied.exit_code == 1 and "forbidden" in denied.output
-    result = cli.invoke(app, ["token", "revoke", reader_id, "--url", server.url], env=remote)
+    result = cli.invoke(app, ["token", "revoke", reader_id, "--server", server.url], env=remote)
     assert result.exit_code == 0, result.output
     assert httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {reader}"}).status_code == 401

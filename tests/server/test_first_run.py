@@ -136,6 +136,22 @@ def test_serve_banner(serve: type[Serve], database_url: str, tmp_path: Path) -> 
     assert "s3cret-pw" not in "\n".join(server.stop())
 
 
+def test_serve_on_a_port_in_use_prints_no_banner(serve: type[Serve], tmp_path: Path) -> None:
+    """The banner comes once the port is bound: a port in use is one line and a failure exit, not
+    "listening on" followed by "address already in use"."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        # the later --port wins over the free one Serve gives first
+        server = serve(["--port", str(taken.getsockname()[1])], {"TILEC_DATA_DIR": str(tmp_path)})
+        assert server.proc.wait(60) != 0
+    printed = "\n".join(server.stop())
+    assert "address already in use" in printed.lower(), printed
+    assert "listening on" not in printed, printed
+
+
 @pytest.mark.parametrize("how", ["flag", "env", "off"])
 def test_serve_access_log(serve: type[Serve], tmp_path: Path, how: str) -> None:
     env = {"TILEC_DATA_DIR": str(tmp_path)}
@@ -259,6 +275,20 @@ async def test_api_docs_load_only_local_assets(client: httpx.AsyncClient, page: 
         want = MEDIA[Path(urlsplit(url).path).suffix]
         assert asset.headers["content-type"].split(";")[0] == want, (ref, asset.headers["content-type"])
         assert len(asset.content) > 100, ref
+
+
+async def test_redoc_bundle_fetches_nothing_from_a_cdn(client: httpx.AsyncClient) -> None:
+    """The bundle's own fetch of a Redocly logo (an <img> it renders) is served replaced; no other
+    https:// fetch of an image or script remains in it."""
+    bundle = (await client.get("/docs/assets/redoc.standalone.js")).text
+    assert len(bundle) > 100_000 and "cdn.redoc.ly" not in bundle
+    assert not re.search(r"""src:\s*["']https?://""", bundle)
+
+
+async def test_the_root_sends_a_person_to_the_web_page(client: httpx.AsyncClient) -> None:
+    r = await client.get("/")
+    assert r.status_code == 307 and r.headers["location"] == "/ui", r.headers
+    assert (await client.get("/ui", follow_redirects=True)).status_code == 200
 
 
 async def test_docs_assets_are_a_closed_list(client: httpx.AsyncClient) -> None:

@@ -73,6 +73,12 @@ class Proxy:
         self.sockets.clear()
 
 
+# "fast" against what it guards: a request that waits for the pool (30 s) or a TCP timeout. A refused
+# connection answers in milliseconds, but on a loaded 2-core machine a request can take seconds: the
+# bound is generous, and still far below the hang it catches.
+FAST_S = 10.0
+
+
 def _pg_only(database_url: str) -> None:
     if not database_url.startswith("postgresql"):
         pytest.skip("an outage is a PostgreSQL matter; SQLite is a local file")
@@ -84,7 +90,7 @@ async def test_nothing_listening_means_503_fast(database_url: str, make_client: 
     async with make_client(database_url=dead) as client:
         start = time.monotonic()
         r = await client.post("/v1/kernels", json={"ir": ADD_IR})
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < FAST_S
         assert r.status_code == 503 and r.headers["retry-after"] == "1"
         assert r.json() == {"error": E.DB_UNAVAILABLE, "detail": E.MSG_DB_UNAVAILABLE}
         assert (await client.get("/healthz")).status_code == 503
@@ -110,7 +116,7 @@ async def test_outage_and_recovery(database_url: str, make_client: Callable[...,
             assert cached.status_code == 200 and cached.json()["time_ms"] == 1.0
             start = time.monotonic()
             refused = await client.post("/v1/tuning-results", json={**body, "key": "during-outage"})
-            assert time.monotonic() - start < 1.0
+            assert time.monotonic() - start < FAST_S
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
             uncached = await client.get("/v1/lookup", params={**query, "key": "never-seen"})
             assert uncached.status_code == 503

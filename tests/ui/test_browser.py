@@ -128,6 +128,8 @@ def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
     with stocked.http("read") as http:
         assert ptx == http.get(f"/v1/artifacts/{stocked.artifacts['cuda:sm_90']}/ptx").text.rstrip("\n")
     assert ".target sm_90" in ptx
+    facts = browser.find_element(By.ID, "facts").text
+    assert "Constexprs" in facts and "BLOCK_SIZE=1024" in facts, facts  # not only warps and stages
 
     browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#passes-nav button"), timeout=60)
@@ -154,6 +156,16 @@ def test_a_tuning_result_charts_every_trial_and_lists_the_failed_config(
     open_page(browser, stocked.url + "/ui/tuning")
     listed = rows(browser, "results")
     assert [r.get_attribute("data-key") for r in listed] == [tkey]
+    # the table fits the 1280 px window: every column readable without scrolling sideways; the dtypes
+    # are abbreviated to their types, the whole text on hover
+    widths = browser.execute_script(
+        "return [document.documentElement.scrollWidth, window.innerWidth,"
+        " document.querySelector('#results').getBoundingClientRect().right]"
+    )
+    assert widths[0] <= widths[1] and widths[2] <= widths[1], widths
+    dtypes = listed[0].find_element(By.CSS_SELECTOR, "span.dtypes")
+    assert dtypes.get_attribute("title") == stocked.tuned["dtypes"] and "x_ptr" not in dtypes.text
+    shot(browser, screenshots, "tuning.png")
     listed[0].find_elements(By.CSS_SELECTOR, "td a")[1].click()
     wait(browser, lambda d: state(d) in SETTLED)
     assert state(browser) == "ready"
@@ -189,6 +201,14 @@ def test_a_tuning_result_charts_every_trial_and_lists_the_failed_config(
     assert "failed" in untimed["BLOCK=512"] and "static assertion failed" in untimed["BLOCK=512"]
     for label, trial in expected.items():
         assert trial["status"] in untimed[label] and trial["reason"].split("\n")[0] in untimed[label]
+    # the failed config's located error keeps its lines: the source line, and the caret under its column
+    failed = expected["BLOCK=512"]["reason"]
+    assert "\n" in failed and "^" in failed
+    shown = browser.execute_script(
+        "const r = [...document.querySelectorAll('#untimed tbody tr')].find(t => t.textContent.includes('BLOCK=512'));"
+        " const p = r && r.querySelector('pre.reason'); return p && p.textContent;"
+    )
+    assert shown == failed, (shown, failed)
     shot(browser, screenshots, "tuning-result.png")
     assert errors(browser) == []
 
@@ -198,10 +218,40 @@ def job_row(driver: Any, job_id: int) -> dict | None:
         """const r = document.querySelector(`#jobs tr[data-job="${arguments[0]}"]`);
         if (!r) return null;
         const p = r.querySelector("progress");
+        const result = r.querySelector("a.result");
         return {state: r.dataset.state, value: p.value, max: p.max, worker: r.cells[6].textContent,
-                cancel: !!r.querySelector("button.cancel")};""",
+                cancel: !!r.querySelector("button.cancel"), key: r.querySelector("code.key").textContent,
+                result: result && result.getAttribute("href")};""",
         job_id,
     )
+
+
+# slow on purpose, whatever the machine's load: 256 multiply-adds per element make one launch of SLOW_N
+# elements ~0.25 s here (64 rounds measured 67-100 ms on the 2-core dev machine), so a trial's five or
+# more launches take over a second and the page, polling every second, sees the job part-way. A timing
+# stops early on a quiet machine, never below its launches.
+SLOW_ROUNDS = 256
+SLOW_LOOP = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[{configs}], key=["n"])
+@triton.jit
+def {name}(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    acc = tl.load(y_ptr + offs, mask=mask)
+    for i in range(ROUNDS):
+        acc = acc * 0.5 + x
+    tl.store(out_ptr + offs, acc, mask=mask)
+"""
+
+
+def slow_source(name: str, blocks: tuple[int, ...]) -> str:
+    configs = ", ".join(f'triton.Config({{"BLOCK": {b}}})' for b in blocks)
+    return SLOW_LOOP.format(name=name, configs=configs).replace("ROUNDS", str(SLOW_ROUNDS))
 
 
 def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
@@ -210,7 +260,7 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     with stocked.http("submit") as http:
         slow = http.post(
             "/v1/tune-jobs",
-            json=job_body(tuned_source("vadd_slow", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
+            json=job_body(slow_source("vadd_slow", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
         ).json()
         other = http.post(
             "/v1/tune-jobs",
@@ -230,7 +280,7 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     assert stocked.wait_job(other["id"])["state"] == "cancelled"
 
     seen, shot_taken = [], False
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # generous: five slow trials on a loaded machine
     while time.monotonic() < deadline:
         row = job_row(browser, slow["id"])
         if row is not None:
@@ -249,7 +299,12 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     assert values == sorted(values), seen  # the bar only moves forward
     assert any(s == "running" and 0 < v < m for s, v, m in seen), seen  # seen part-way, updated live
     assert seen[-1][1:] == (job["trials_planned"], job["trials_planned"]) == (len(SLOW_BLOCKS),) * 2
-    assert job_row(browser, slow["id"])["worker"] == job["worker"]
+    final = job_row(browser, slow["id"])
+    assert final["worker"] == job["worker"]
+    # the key values tell this kernel's jobs apart; a done job links to its tuning result
+    assert final["key"] == job["key"] == f'{{"n":{SLOW_N}}}'
+    assert final["result"] == f"/ui/tuning/{job['tuning_key']}"
+    assert job_row(browser, other["id"])["result"] is None  # cancelled: no result to link to
     if not shot_taken:
         shot(browser, screenshots, "jobs.png")
     assert errors(browser) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 ASSETS_URL = "/docs/assets"
 ASSET_DIR = Path(str(files("fastapi_offline").joinpath("static")))
@@ -60,10 +60,33 @@ def redoc(request: Request) -> HTMLResponse:
     )
 
 
+# ReDoc's bundle shows a Redocly logo fetched from its CDN: on a network without internet that is a
+# request that hangs or fails. The bundle is served with that one URL replaced by an empty inline image.
+REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+EMPTY_SVG = b"data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27/%3E"
+_patched: dict[str, bytes] = {}
+
+
+def _redoc_bundle() -> bytes:
+    if "redoc" not in _patched:
+        _patched["redoc"] = (
+            (ASSET_DIR / "redoc.standalone.js").read_bytes().replace(REDOC_CDN_LOGO, EMPTY_SVG)
+        )
+    return _patched["redoc"]
+
+
+@router.get("/")
+def root(request: Request) -> RedirectResponse:
+    """A person who opens the service's address lands on the web page."""
+    return RedirectResponse(request.scope.get("root_path", "").rstrip("/") + "/ui", status_code=307)
+
+
 def _asset_route(name: str, media_type: str) -> None:
     path = ASSET_DIR / name
 
-    async def asset() -> FileResponse:
+    async def asset() -> Response:
+        if name == "redoc.standalone.js":
+            return Response(_redoc_bundle(), media_type=media_type, headers={"Cache-Control": CACHE})
         return FileResponse(path, media_type=media_type, headers={"Cache-Control": CACHE})
 
     router.add_api_route(f"{ASSETS_URL}/{name}", asset, methods=["GET"], name=f"docs-asset:{name}")

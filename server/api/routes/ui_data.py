@@ -400,7 +400,7 @@ async def tuning_result(tuning_key: Key, state: StateDep, _token: TokenDep) -> R
 
 def _job_row(row: Row) -> JobRowPublic:
     return JobRowPublic(id=row.id, state=row.state, kernel_key=row.kernel_key, kernel_name=row.kernel_name,
-                        key=row.key_values, dtypes=row.dtypes, target=row.target, strategy=row.strategy,
+                        tuning_key=row.tuning_key, key=row.key_values, dtypes=row.dtypes, target=row.target, strategy=row.strategy,
                         trials_done=row.trials_done, trials_planned=row.trials_planned, worker=row.worker,
                         deliveries=row.deliveries, error=row.error, best_config=_dict(row.best_config),
                         best_time_ms=row.best_time_ms, submitted_by=row.submitted_by, created_at=row.created_at,

@@ -218,12 +218,20 @@
     return [a.registers ?? "", spills, a.shared_bytes == null ? "" : bytes(a.shared_bytes)];
   }
 
+  // "x_ptr:*fp32,y_ptr:*fp32,n:i32" has no space to wrap at and made the table twice the page's width:
+  // the types alone, wrapping after each comma, the whole text on hover (and on the result's own page)
+  function dtypesCell(dtypes) {
+    if (!dtypes) return "";
+    const types = dtypes.split(",").map((p) => p.slice(p.lastIndexOf(":") + 1));
+    return el("span", { class: "dtypes", title: dtypes }, types.join(", "));
+  }
+
   // a tuning result: on the tuning page with its kernel and when it improved, on a kernel's page without
   function resultRow(r, withKernel) {
     return el("tr", { "data-key": r.tuning_key },
       withKernel ? td(link(`/ui/kernels/${enc(r.kernel_key)}`, r.kernel_name)) : null,
       td(link(`/ui/tuning/${enc(r.tuning_key)}`, r.key || "(no key)", { "aria-label": `tuning result ${r.kernel_name} ${r.key} ${r.target}` })),
-      td(r.dtypes),
+      td(dtypesCell(r.dtypes)),
       td(r.target),
       td(configLabel(r.best_config)),
       td(`${ms(r.best_time_ms)} ms`),
@@ -280,6 +288,8 @@
       ["Artifact", el("code", {}, a.id)],
       ["Target", a.target],
       ["Config", configLabel(a.config)],
+      // the constexprs the build was specialised on (a plain build's BLOCK_SIZE=1024 is not in its config)
+      ["Constexprs", a.spec && a.spec.constexprs ? Object.entries(a.spec.constexprs).map(([n, v]) => `${n}=${v}`).join(" ") || "none" : ""],
       ["Signature", a.spec && a.spec.signature ? Object.entries(a.spec.signature).map(([n, t]) => `${n}: ${t}`).join(", ") : ""],
       ["Size", `${bytes(a.size)} (${a.emit})`],
       ["sha256", el("code", {}, a.sha256)],
@@ -425,7 +435,10 @@
         td(t.sm_clock_mhz == null ? "" : `${t.sm_clock_mhz} / ${t.mem_clock_mhz ?? "?"}`),
         td(when(t.created_at))));
     fillRows($("#trials"), rows, "No trial recorded.", 9);
-    const untimed = r.untimed.map((u) => el("tr", {}, td(configLabel(u.config)), td(u.status), td(u.reason || "")));
+    // a compile error's reason is "file:line:col: message", the source line and a caret under it: kept as
+    // lines, in a monospace block, so the caret points at its column
+    const reason = (text) => (text && text.includes("\n") ? el("pre", { class: "reason" }, text) : text || "");
+    const untimed = r.untimed.map((u) => el("tr", {}, td(configLabel(u.config)), td(u.status), td(reason(u.reason))));
     fillRows($("#untimed"), untimed, "None: every config the newest job tried was timed.", 3);
     $("#untimed-note").textContent = r.job_id ? `From tune job #${r.job_id}.` : "No tune job ran for this key (its trials were published by a client).";
     const redraw = () => drawChart(r.trial_rows);
@@ -451,10 +464,14 @@
       const action = canCancel && ACTIVE.has(j.state)
         ? el("button", { type: "button", class: "cancel", "data-job": j.id, "aria-label": `Cancel job ${j.id}` }, "Cancel")
         : "";
-      const best = j.best_time_ms == null ? "" : `${ms(j.best_time_ms)} ms (${configLabel(j.best_config)})`;
+      // a done job links to the tuning result it wrote; the key values tell jobs of one kernel apart
+      const bestText = j.best_time_ms == null ? "" : `${ms(j.best_time_ms)} ms (${configLabel(j.best_config)})`;
+      const best = bestText && j.state === "done"
+        ? link(`/ui/tuning/${enc(j.tuning_key)}`, bestText, { class: "result", "aria-label": `tuning result of job ${j.id}` })
+        : bestText;
       return el("tr", { "data-job": j.id, "data-state": j.state },
         td(`#${j.id}`),
-        td(link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name)),
+        td(link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name), el("br"), el("code", { class: "key" }, j.key || "(no key)")),
         td(j.target),
         td(j.strategy),
         td(el("span", { class: `state state-${j.state}`, title: j.error || "" }, j.state)),
