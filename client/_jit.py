@@ -4,7 +4,7 @@ Each call binds arguments to parameters, specialises (dtypes, constexprs, hints)
 artifact for that specialisation from an in-memory cache. Autotuned kernels time their configs on the
 actual arguments (restoring every array between trials; on cuda with CUDA events as Triton's do_bench)
 and keep the winner per autotune key; a warm launch of either kind is a FastPath hit
-(client/_runtime_cuda.py). With a server (`jit(..., server=)` or TILEC_URL), an autotuned kernel reads the
+(runtime/cuda.py). With a server (`jit(..., server=)` or TILEC_URL), an autotuned kernel reads the
 shared tuning result first and only tunes on a miss, then publishes what it measured: every rank of a job launches the same config.
 
 With a server (client/_shared.py), every build (a plain kernel's specialisation, an autotuned kernel's chosen config) comes

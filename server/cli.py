@@ -65,9 +65,14 @@ def serve(
         typer.echo(line)
     try:
         if workers > 1:
+            import inspect
+
             from uvicorn.supervisors import Multiprocess
 
-            Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+            # uvicorn before 0.30 takes the worker's target; later ones make their own
+            takes_target = "target" in inspect.signature(Multiprocess.__init__).parameters
+            extra = {"target": uvicorn.Server(config).run} if takes_target else {}
+            Multiprocess(config, sockets=[sock], **extra).run()
         else:
             uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:

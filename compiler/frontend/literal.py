@@ -42,7 +42,10 @@ def _elements(v: Any, seen: dict[int, int]) -> int:
     if not isinstance(v, (tuple, list, dict)):
         return 1
     if id(v) in seen:
+        if seen[id(v)] < 0:  # reached again while being counted: it contains itself
+            raise FoldError("a constant that contains itself")
         return seen[id(v)]
+    seen[id(v)] = -1
     total = 0
     for x in v.items() if isinstance(v, dict) else v:
         total += _elements(x, seen)

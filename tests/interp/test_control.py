@@ -256,7 +256,7 @@ def test_constants_hints_and_barrier():
     text = kernel(
         "%o: ptr<i8>, %f: ptr<bf16>",
         """
-        %c = constant {value = 300} : i8
+        %c = constant {value = 44} : i8
         %h = multiple_of %c {values = [4]} : i8
         %h2 = max_contiguous %h {values = [1]} : i8
         barrier

@@ -196,7 +196,7 @@ def test_a_worker_killed_mid_ptxas_leaves_no_ptxas_and_no_files(tmp_path: Path) 
         assert _ptxas_under(tmp_path)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # generous: the child notices its parent's death by polling, on a busy machine
         while (_ptxas_under(tmp_path) or _left(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _ptxas_under(tmp_path) == [] and _left(tmp_path) == []
