@@ -14,7 +14,7 @@ import types
 import warnings
 from typing import Any
 
-from tilec.compiler.errors import CompileError
+from tilec.compiler.errors import CompileError, OutOfResourcesError
 
 from ._exceptions import ArgumentError, TargetError
 
@@ -115,6 +115,8 @@ class _Routed:
         if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
             try:
                 return Warmed(kernel, args, launch, kernel.warm(args, launch))
+            except OutOfResourcesError as exc:
+                raise _out_of_resources(exc) from exc
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
                 kernel = None
@@ -127,9 +129,19 @@ class _Routed:
                     _STATS["launched"] += 1
                     _STATS["kernels"].add(id(self))
                 return Launched(kernel, args, launch)
+            except OutOfResourcesError as exc:  # this config only: Triton's autotuner prunes it, as its own
+                raise _out_of_resources(exc) from exc
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
         return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+
+
+def _out_of_resources(exc: OutOfResourcesError) -> Exception:
+    """tilec's resource refusal as Triton's OutOfResources: a config too large for the block is one Triton's
+    autotuner skips (it times it as infinitely slow), not a reason to run the whole kernel under Triton."""
+    from triton.runtime.errors import OutOfResources
+
+    return OutOfResources(exc.required, exc.limit, exc.resource)
 
 
 class Launched:

@@ -71,6 +71,17 @@ class BudgetExceededError(CompileError):
     """The input is over one of the compile budgets (size, depth, unroll count, tile elements)."""
 
 
+class OutOfResourcesError(CompileError):
+    """A kernel (a config of it) needs more of a block's resources than the target has: `required` and
+    `limit` in `resource`'s unit. Under the drop-in it becomes Triton's OutOfResources, so that Triton's
+    autotuner prunes the config as it prunes its own."""
+
+    def __init__(self, message: str, *, required: int | None = None, limit: int | None = None,
+                 resource: str = "shared memory", **where: object) -> None:  # fmt: skip
+        self.required, self.limit, self.resource = required, limit, resource
+        super().__init__(message, **where)  # type: ignore[arg-type]
+
+
 class VerifyError(CompileError):
     """The IR is malformed: an op's operands, attributes or types break its rules."""
 

@@ -11,7 +11,7 @@ from tests.kernels import KERNELS, source
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.backends.cuda.lower import CudaLowering
 from tilec.compiler.backends.cuda.smem import MAX_SMEM, SharedMemory
-from tilec.compiler.errors import CompileError
+from tilec.compiler.errors import CompileError, OutOfResourcesError
 from tilec.compiler.pipeline import compile_kernel
 
 
@@ -93,3 +93,22 @@ def test_shared_bytes_come_from_the_allocator() -> None:
                          options=CompileOptions(target="cuda:sm_90", num_warps=4), emit="ptx")  # fmt: skip
     assert art.metadata["shared_bytes"] > 0
     assert "bar.sync" in art.ptx
+
+
+def test_a_config_too_large_is_out_of_resources_with_its_numbers() -> None:
+    """The tutorial matmul at 256x256x128 with 4 stages needs more shared memory than a block has (the
+    tutorial's 03 on an H100 hit this with one config): the error is the typed OutOfResourcesError with what
+    it needs and the limit, which the drop-in hands Triton's autotuner as Triton's own OutOfResources (it
+    skips that config; before, the whole kernel fell back to Triton)."""
+    k = KERNELS["matmul"]
+    big = {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8}
+    with pytest.raises(OutOfResourcesError) as info:
+        compile_kernel(source("matmul"), k["name"], signature=k["signature"], constexprs=big,
+                       options=CompileOptions(target="cuda:sm_90", num_warps=8, num_stages=4), emit="ptx")  # fmt: skip
+    assert info.value.limit == MAX_SMEM and info.value.required > MAX_SMEM
+    triton_errors = pytest.importorskip("triton.runtime.errors")
+    from tilec.client._dropin import _out_of_resources
+
+    err = _out_of_resources(info.value)
+    assert isinstance(err, triton_errors.OutOfResources)
+    assert (err.required, err.limit, err.name) == (info.value.required, MAX_SMEM, "shared memory")

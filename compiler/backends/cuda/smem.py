@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ...errors import CompileError
+from ...errors import OutOfResourcesError
 
 MAX_SMEM = 227 * 1024  # per block on sm_80 / sm_90 (the opt-in maximum, less the 1 KiB the driver keeps)
 
@@ -40,12 +40,14 @@ class SharedMemory:
     def reserve(self, nbytes: int) -> None:
         """`nbytes` from `base` are in use (no barrier implied: `claim` is reserve + the barrier rule)."""
         if nbytes > self.limit:
-            raise CompileError(
-                f"cuda: needs {nbytes} bytes of shared memory, more than the {self.limit} a block has"
-            )
+            raise OutOfResourcesError(
+                f"cuda: needs {nbytes} bytes of shared memory, more than the {self.limit} a block has",
+                required=nbytes, limit=self.limit,
+            )  # fmt: skip
         if self.base + nbytes > self.limit:
-            raise CompileError(f"cuda: needs {self.base + nbytes} bytes of shared memory (a pipelined loop's ring "
-                               f"takes {self.base}), more than the {self.limit} a block has")  # fmt: skip
+            raise OutOfResourcesError(f"cuda: needs {self.base + nbytes} bytes of shared memory (a pipelined loop's "
+                                      f"ring takes {self.base}), more than the {self.limit} a block has",
+                                      required=self.base + nbytes, limit=self.limit)  # fmt: skip
         self.size = max(self.size, self.base + nbytes)
         self.epoch += 1  # whatever an earlier loop left in shared memory may be overwritten now
 
