@@ -255,9 +255,14 @@ def _limited_child(conn: Any, fn: Callable[..., Any], args: tuple, memory_mb: in
     except Exception as exc:  # noqa: BLE001 - a config's compile error is its trial's outcome
         result = exc
     try:
-        conn.send(("memory", None) if result is None else ("ok", result))
-    except Exception as exc:  # noqa: BLE001 - an error that does not pickle goes back as its text
-        conn.send(("ok", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        try:
+            conn.send(("memory", None) if result is None else ("ok", result))
+        except (BrokenPipeError, ConnectionError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - an error that does not pickle goes back as its text
+            conn.send(("ok", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    except (BrokenPipeError, ConnectionError):  # the parent died while this compile ran: clean up here
+        _orphaned(tmpdir)
 
 
 def _preload() -> None:
@@ -304,14 +309,45 @@ def _follow_parent(parent: int, tmpdir: str | None = None) -> None:
             try:
                 os.kill(parent, 0)
             except ProcessLookupError:
-                if tmpdir is not None:  # a limited child: its directory, then its group (its ptxas too)
-                    shutil.rmtree(tmpdir, ignore_errors=True)
-                    os.killpg(0, signal.SIGKILL)
+                if tmpdir is not None:  # a limited child: its group's others (its ptxas), its directory, then itself
+                    _orphaned(tmpdir)
                 os._exit(0)
             except PermissionError:  # alive, another user's (cannot happen for our own parent)
                 pass
 
     threading.Thread(target=watch, daemon=True, name="tilec-follow-parent").start()
+
+
+def _orphaned(tmpdir: str) -> None:
+    """A limited child whose parent is gone (nobody else will clean up): its group's other processes (ptxas)
+    first; then its directory, removed again until it is gone (a file made while it is being removed, by this
+    process's own compile going on meanwhile, leaves it behind; once it is gone nothing more can be made in
+    it); then the group, itself included."""
+    _kill_group_but_me()
+    for _ in range(100):
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        if not os.path.exists(tmpdir):
+            break
+    os.killpg(0, signal.SIGKILL)
+
+
+def _kill_group_but_me() -> None:
+    """SIGKILL every other process of this process group (read from /proc; nothing where there is none)."""
+    me, group = os.getpid(), os.getpgid(0)
+    try:
+        pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pgrp = int(f.read().rsplit(")", 1)[1].split()[2])  # after "(comm)": state, ppid, pgrp
+            if pgrp == group:
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 def in_process_compiler(requests: list[CompileRequest]) -> Iterator[tuple[int, Compiled]]:
