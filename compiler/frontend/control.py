@@ -536,15 +536,20 @@ class StmtGen(ExprGen):
             if not self.body_yields(carried, types, out, forced, drop, entry):
                 carried = [s for s in carried if s not in drop]
                 continue
-            with self.b.at_end(after):
-                self.b.create("yield", [self.coerce(_get(out, s), t).value for s, t in zip(carried, types, strict=False)],
-                              [])
-            op = self.b.insert(Operation("while", [v.value for v in inits], types, regions=[Region(before),
-                                                                                            Region(after)]))
-            self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
+            self.close_while(carried, types, inits, before, after, out)
             work.append(_synth("if D:\n    return", node, D=done))
             return
         raise self.error("cannot settle the types of the loop-carried variables")
+
+    def close_while(self, carried: list[Slot], types: list[Type], inits: list, before: Block, after: Block,
+                    out: dict) -> None:
+        """The loop's yield of its carried values, the `while` op itself, and the scope after it."""
+        with self.b.at_end(after):
+            self.b.create("yield", [self.coerce(_get(out, s), t).value for s, t in zip(carried, types, strict=False)],
+                          [])
+        op = self.b.insert(Operation("while", [v.value for v in inits], types, regions=[Region(before),
+                                                                                        Region(after)]))
+        self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
 
     def frame_condition(self, node: ast.For | ast.While, scope: dict, done: str, iv: str, stop: str,
                         step: str) -> Tensor:
@@ -622,12 +627,7 @@ class StmtGen(ExprGen):
             if not self.body_yields(carried, types, out, forced, drop, entry):
                 carried = [s for s in carried if s not in drop]
                 continue
-            with self.b.at_end(after):
-                self.b.create("yield", [self.coerce(_get(out, s), t).value for s, t in zip(carried, types, strict=False)],
-                              [])
-            op = self.b.insert(Operation("while", [v.value for v in inits], types, regions=[Region(before),
-                                                                                            Region(after)]))
-            self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
+            self.close_while(carried, types, inits, before, after, out)
             return
         raise self.error("cannot settle the types of the loop-carried variables")
 
