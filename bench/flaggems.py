@@ -19,13 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import shlex
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,31 +63,64 @@ print(json.dumps({"kernels": len(seen), "read": read, "refused": refused}))
 """
 
 
-def outcomes(xml_path: Path) -> dict[str, tuple[str, str]]:
-    """test id -> (passed | failed | skipped | error, first line of the message)."""
+# A pytest plugin (`-p tilec_flaggems_plugin`): keeps one test in TILEC_SAMPLE (chosen by a hash of its id, so
+# both runs keep the same ones) and writes each test's outcome as one JSON line when it ends, so a run that is
+# killed at its deadline still reports every test it finished.
+PLUGIN = """
+import hashlib, json, os
+
+_KEEP = int(os.environ.get("TILEC_SAMPLE", "1") or 1)
+_OUT = os.environ.get("TILEC_REPORT_FILE")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _KEEP > 1:
+        keep = [i for i in items if int(hashlib.sha256(i.nodeid.encode()).hexdigest(), 16) % _KEEP == 0]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
+def pytest_runtest_logreport(report):
+    if not _OUT or (report.when != "call" and not (report.failed or report.skipped)):
+        return
+    msg = ""
+    if report.failed:
+        lines = [ln for ln in str(report.longrepr).splitlines() if ln.startswith("E ")] or str(report.longrepr).splitlines()[-1:]
+        msg = " | ".join(ln[1:].strip() for ln in lines[:3])[:600]
+    state = "passed" if report.passed else "skipped" if report.skipped else "failed"
+    with open(_OUT, "a") as f:
+        f.write(json.dumps({"id": report.nodeid, "state": state, "msg": msg}) + "\\n")
+"""
+
+
+def outcomes(path: Path) -> dict[str, tuple[str, str]]:
+    """test id -> (passed | failed | skipped, the failure's first error lines), from the plugin's lines (the
+    last word on a test wins: a failed teardown after a passed call is a failure)."""
     out: dict[str, tuple[str, str]] = {}
-    if not xml_path.exists():
+    if not path.exists():
         return out
-    for case in ET.parse(xml_path).getroot().iter("testcase"):
-        tid = f"{case.get('classname')}::{case.get('name')}"
-        state, msg = "passed", ""
-        for kind in ("failure", "error", "skipped"):
-            el = case.find(kind)
-            if el is not None:
-                state = {"failure": "failed", "error": "error", "skipped": "skipped"}[kind]
-                msg = (el.get("message") or el.text or "").strip().splitlines()[0][:300] if (
-                    el.get("message") or el.text) else ""  # fmt: skip
-                break
-        out[tid] = (state, msg)
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if out.get(rec["id"], ("",))[0] == "failed":
+            continue
+        out[rec["id"]] = (rec["state"], rec["msg"])
     return out
 
 
-def run_pytest(prefix: list[str], test: Path, extra: list[str], env: dict, xml: Path, timeout: int) -> int:
-    cmd = [*prefix, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-q", f"--junitxml={xml}", *extra]
+def run_pytest(prefix: list[str], test: Path, extra: list[str], env: dict, report: Path, timeout: int) -> tuple[int, float]:
+    cmd = [*prefix, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-p", "tilec_flaggems_plugin", "-q", *extra]
+    t0 = time.monotonic()
+    log = report.with_suffix(".log")
+    env = {**env, "TILEC_REPORT_FILE": str(report)}
     try:
-        return subprocess.run(cmd, env=env, cwd=test.parent, timeout=timeout, capture_output=True).returncode
+        with log.open("wb") as out:
+            rc = subprocess.run(cmd, env=env, cwd=test.parent, timeout=timeout, stdout=out, stderr=subprocess.STDOUT).returncode
     except subprocess.TimeoutExpired:
-        return 124
+        rc = 124
+    return rc, time.monotonic() - t0
 
 
 def reason_of(msg: str) -> str:
@@ -93,37 +128,87 @@ def reason_of(msg: str) -> str:
     return re.sub(r"0x[0-9a-f]+|\d+(\.\d+)?", "#", msg)[:160]
 
 
+def gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+        return max(1, sum(1 for line in out.splitlines() if line.startswith("GPU ")))
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tests", type=Path, help="FlagGems' tests/ folder")
     ap.add_argument("--files", default="", help="comma-separated test files (default: every test_*.py)")
     ap.add_argument("--pytest-args", default="")
-    ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--timeout", type=int, default=3600, help="seconds per test file and mode")
+    ap.add_argument("--gpus", type=int, default=0, help="GPUs to spread the files over (default: all)")
+    ap.add_argument("--slots", type=int, default=2, help="pytest processes per GPU at a time")
+    ap.add_argument("--modes", default="triton,tilec")
+    ap.add_argument("--lenient", action="store_true",
+                    help="let a kernel tilec cannot compile run under Triton (default: TILEC_STRICT=1, so such a "
+                         "kernel fails its test and no Triton-run test counts as a tilec pass)")
     ap.add_argument("--static", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--logs", type=Path, help="keep each run's log, outcomes and stats here")
+    ap.add_argument("--sample", type=int, default=1, help="run one test in N (the same ones in both runs)")
+    ap.add_argument("--deadline", type=int, default=0,
+                    help="seconds for the whole run: files not started by then are left out, running ones stopped")
     args = ap.parse_args()
-    files = [args.tests / f for f in args.files.split(",") if f] or sorted(args.tests.glob("test_*.py"))
-    work = Path(tempfile.mkdtemp(prefix="tilec-flaggems-"))
+    tests = args.tests.resolve()
+    files = [tests / f for f in args.files.split(",") if f] or sorted(tests.glob("test_*.py"))
+    modes = [m for m in args.modes.split(",") if m]
+    work = args.logs or Path(tempfile.mkdtemp(prefix="tilec-flaggems-"))
+    work.mkdir(parents=True, exist_ok=True)
     (work / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    (work / "tilec_flaggems_plugin.py").write_text(PLUGIN)
     base_env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(work), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "TILEC_SAMPLE": str(args.sample),
     }
     base_env.pop("TILEC_TRITON", None)
     extra = shlex.split(args.pytest_args)
-    report: dict = {"files": {}, "stats": Counter(), "fallbacks": {}}
+    gpus = args.gpus or gpu_count()
+    # the heaviest files first, so that the last to finish are short ones
+    jobs = sorted(((t, m) for t in files for m in modes), key=lambda j: -j[0].stat().st_size)
+    slots: queue.Queue[int] = queue.Queue()
+    for i in range(gpus * args.slots):
+        slots.put(i % gpus)
+    took: dict[tuple[str, str], float] = {}
+
+    def one(job: tuple[Path, str]) -> None:
+        test, mode = job
+        gpu = slots.get()
+        try:
+            env = {**base_env, "CUDA_VISIBLE_DEVICES": str(gpu)}
+            report = work / f"{test.stem}.{mode}.jsonl"
+            prefix = [sys.executable]
+            if mode == "tilec":
+                env["TILEC_STATS_FILE"] = str(work / f"{test.stem}.stats")
+                env["TILEC_STRICT"] = "0" if args.lenient else "1"
+                prefix = [sys.executable, "-m", "tilec", "run"]
+            left = end - time.monotonic()
+            if left < 5:
+                print(f"  {test.name:42s} {mode:6s} not run (deadline)", flush=True)
+                return
+            rc, secs = run_pytest(prefix, test, extra, env, report, int(min(args.timeout, left)))
+            took[(test.name, mode)] = secs
+            print(f"  {test.name:42s} {mode:6s} gpu {gpu} rc {rc:3d} {secs:7.1f} s", flush=True)
+        finally:
+            slots.put(gpu)
+
+    t0 = time.monotonic()
+    end = t0 + (args.deadline or 10**9)
+    with ThreadPoolExecutor(gpus * args.slots) as pool:
+        list(pool.map(one, jobs))
+    wall = time.monotonic() - t0
+    report: dict = {"files": {}, "stats": Counter(), "fallbacks": {}, "wall_s": wall, "gpus": gpus,
+                    "strict": not args.lenient}  # fmt: skip
     both = passed_triton = 0
     failures: list[tuple[str, str]] = []
     for test in files:
-        xml_t, xml_c, stats_file = (
-            work / f"{test.stem}.triton.xml",
-            work / f"{test.stem}.tilec.xml",
-            work / f"{test.stem}.stats",
-        )
-        run_pytest([sys.executable], test, extra, base_env, xml_t, args.timeout)
-        run_pytest([sys.executable, "-m", "tilec", "run"], test, extra, {**base_env, "TILEC_STATS_FILE": str(stats_file)},
-                   xml_c, args.timeout)  # fmt: skip
-        t, c = outcomes(xml_t), outcomes(xml_c)
+        t, c = outcomes(work / f"{test.stem}.triton.jsonl"), outcomes(work / f"{test.stem}.tilec.jsonl")
         ok_t = {k for k, (s, _) in t.items() if s == "passed"}
         ok_c = {k for k in ok_t if c.get(k, ("missing", ""))[0] == "passed"}
         both += len(ok_c)
@@ -131,15 +216,19 @@ def main() -> None:
         for k in sorted(ok_t - ok_c):
             state, msg = c.get(k, ("missing", "the tilec run ended before this test (crash or timeout)"))
             failures.append((k, f"{state}: {msg}"))
+        stats_file = work / f"{test.stem}.stats"
         stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
         for key in ("routed", "launched", "fallbacks", "kernels"):
             report["stats"][key] += stats.get(key, 0)
         report["fallbacks"].update(stats.get("reasons", {}))
-        report["files"][test.name] = {"triton_passed": len(ok_t), "tilec_passed": len(ok_c), "tests": len(t)}
-        print(f"{test.name:45s} triton {len(ok_t):5d}  tilec {len(ok_c):5d}  "
+        report["files"][test.name] = {"triton_passed": len(ok_t), "tilec_passed": len(ok_c), "tests": len(t),
+                                      "triton_s": took.get((test.name, "triton")),
+                                      "tilec_s": took.get((test.name, "tilec"))}  # fmt: skip
+        print(f"{test.name:45s} triton {len(ok_t):5d}  tilec {len(ok_c):5d}  of {len(t):5d}  "
               f"fallbacks {stats.get('fallbacks', 0)}", flush=True)  # fmt: skip
     pct = 100.0 * both / passed_triton if passed_triton else 0.0
-    print(f"\n{both}/{passed_triton} tests that pass under Triton pass under tilec ({pct:.1f}%)")
+    print(f"\n{both}/{passed_triton} tests that pass under Triton pass under tilec ({pct:.1f}%), "
+          f"{wall:.0f} s on {gpus} GPU(s)")  # fmt: skip
     by_reason = Counter(reason_of(why) for _, why in failures)
     for why, n in by_reason.most_common(40):
         print(f"  {n:5d}  {why}")

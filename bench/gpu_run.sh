@@ -77,3 +77,14 @@ if [ "$stage" = speed ]; then
   timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_launch_gpu.py tests/cuda/test_division_gpu.py tests/cuda/test_sort_gather.py 2>&1 | tee "$OUT/speed_tests.log" | tail -8
 fi
+if [ "$stage" = flaggems ]; then
+  # issue 23: FlagGems' own test suite (carry its repository's src/ and tests/ as .wt/flaggems) under plain Triton
+  # and under the drop-in (TILEC_STRICT=1: a kernel tilec cannot take fails its test), files spread over every
+  # GPU, one test in FLAGGEMS_SAMPLE (the same in both runs), in the suite's quick mode; FLAGGEMS_ARGS adds options
+  export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
+  dl=${FLAGGEMS_DEADLINE:-300}
+  timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
+    --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --json "$OUT/flaggems.json" --logs "$OUT/flaggems_logs" \
+    ${FLAGGEMS_ARGS:-} 2>&1 | tee "$OUT/flaggems.log" | tail -70
+  (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
+fi

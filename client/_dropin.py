@@ -14,7 +14,7 @@ import types
 import warnings
 from typing import Any
 
-from tilec.compiler.errors import CompileError, OutOfResourcesError
+from tilec.compiler.errors import CompileError, OutOfResourcesError, StaticAssertionError
 
 from ._exceptions import ArgumentError, TargetError
 
@@ -115,8 +115,8 @@ class _Routed:
         if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
             try:
                 return Warmed(kernel, args, launch, kernel.warm(args, launch))
-            except OutOfResourcesError as exc:
-                raise _out_of_resources(exc) from exc
+            except (OutOfResourcesError, StaticAssertionError) as exc:
+                raise _config_refused(exc) from exc
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
                 kernel = None
@@ -129,19 +129,24 @@ class _Routed:
                     _STATS["launched"] += 1
                     _STATS["kernels"].add(id(self))
                 return Launched(kernel, args, launch)
-            except OutOfResourcesError as exc:  # this config only: Triton's autotuner prunes it, as its own
-                raise _out_of_resources(exc) from exc
+            except (OutOfResourcesError, StaticAssertionError) as exc:  # this config only: Triton's autotuner
+                raise _config_refused(exc) from exc  # prunes it, as its own
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
         return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
 
 
-def _out_of_resources(exc: OutOfResourcesError) -> Exception:
-    """tilec's resource refusal as Triton's OutOfResources: a config too large for the block is one Triton's
-    autotuner skips (it times it as infinitely slow), not a reason to run the whole kernel under Triton."""
-    from triton.runtime.errors import OutOfResources
+def _config_refused(exc: CompileError) -> Exception:
+    """tilec's refusal of one config as Triton's own: a config too large for the block is OutOfResources, a
+    failed tl.static_assert is CompileTimeAssertionFailure. Triton's autotuner skips either (it times the
+    config as infinitely slow); neither is a reason to run the whole kernel under Triton."""
+    if isinstance(exc, OutOfResourcesError):
+        from triton.runtime.errors import OutOfResources
 
-    return OutOfResources(exc.required, exc.limit, exc.resource)
+        return OutOfResources(exc.required, exc.limit, exc.resource)
+    from triton.compiler.errors import CompileTimeAssertionFailure
+
+    return CompileTimeAssertionFailure(None, None, str(exc))  # no Triton source or node: the message says where
 
 
 class Launched:

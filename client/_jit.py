@@ -148,7 +148,7 @@ class JITKernel:
         specs, constexprs = {}, {}
         for p in self.params:
             if p.constexpr or full[p.name] is None:  # Triton: a None argument is the constexpr None
-                constexprs[p.name] = full[p.name]
+                constexprs[p.name] = constexpr_value(full[p.name])
             else:
                 specs[p.name] = specialise(p.name, full[p.name])
         return specs, constexprs
@@ -566,3 +566,13 @@ def jit(
     if server is None:
         server = os.environ.get("TILEC_URL") or None
     return JITKernel(source_or_path, name, server=server or None, trusted_keys=trusted_keys, cache=cache)
+
+
+def constexpr_value(v: Any) -> Any:
+    """A constexpr as the compiler takes it: Triton's dtype objects (`INDEX_TY=tl.int32`, a library's
+    `tl.float32` picked on the host) by their spelling ('int32', 'fp16'), which names the same dtype."""
+    if type(v).__name__ == "dtype" and type(v).__module__.startswith("triton.language"):
+        return str(v.name)
+    if isinstance(v, tuple) and any(type(x).__name__ == "dtype" for x in v):
+        return tuple(constexpr_value(x) for x in v)
+    return v

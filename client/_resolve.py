@@ -185,6 +185,12 @@ class Resolver:
                 value.fn
             )  # its text goes with the bundle, it runs in the compiler
             return {"cfn": f"{module_name}:{value.fn.__name__}"}
+        wrapped = getattr(value, "value", None) if type(value).__name__ == "constexpr" else None
+        if isinstance(wrapped, types.FunctionType) and not wrapped.__module__.startswith("triton."):
+            # `@tl.constexpr def f(dtype): ...`: Triton calls it on constants at compile time, as a
+            # constexpr_function; its text goes with the bundle
+            module_name, *_ = self._source_of(wrapped)
+            return {"cfn": f"{module_name}:{wrapped.__name__}"}
         fn = python_function(value)
         if fn is not None and fn.__module__.startswith("triton."):  # Triton's own library (tl.sum is @jit)
             return _triton_ref(value)

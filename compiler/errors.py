@@ -82,6 +82,11 @@ class OutOfResourcesError(CompileError):
         super().__init__(message, **where)  # type: ignore[arg-type]
 
 
+class StaticAssertionError(CompileError):
+    """A `tl.static_assert` failed for this specialisation (a config). Under the drop-in it becomes Triton's
+    CompileTimeAssertionFailure, which Triton's autotuner prunes as it prunes its own configs."""
+
+
 class VerifyError(CompileError):
     """The IR is malformed: an op's operands, attributes or types break its rules."""
 

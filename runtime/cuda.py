@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -224,6 +225,12 @@ def _duck_device(v: Any) -> int | None:
     dev = getattr(v, "device", None)
     if getattr(dev, "type", None) == "cuda" or str(dev).startswith("cuda") or getattr(v, "is_cuda", False):
         return getattr(dev, "index", None) or 0
+    if dev is None and not hasattr(v, "is_cuda"):
+        # a bare typed pointer (data_ptr() and dtype, no device: FlagGems' TypedPtr). Triton takes it as an
+        # address on the current device; so does tilec where torch has a CUDA device
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            return int(torch.cuda.current_device())
     return None
 
 

@@ -146,7 +146,9 @@ class FunctionGen(StmtGen):
             ann_cx = p.annotation is not None and is_constexpr_annotation(p.annotation, helper_mod)
             if isinstance(v, (tuple, list)) and any(isinstance(x, Tensor) for x in v):
                 raise self.error(f"passing a tuple of tensors to {fdef.name} is not supported", UnsupportedSyntaxError)
-            out[p.arg] = (v, ann_cx or not (is_numberlike(v) or isinstance(v, Aggregate)))
+            # as in Triton, a compile-time value (a literal, a constexpr) passed to a helper is a constexpr there;
+            # a name assigned a number is a tensor already (see the frontend's assignments)
+            out[p.arg] = (v, ann_cx or not isinstance(v, (Tensor, Aggregate)))
         return out
 
     def instantiate(self, fdef: ast.FunctionDef, key: tuple, runtime: list, consts: dict,

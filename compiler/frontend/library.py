@@ -8,6 +8,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import StaticAssertionError
 from ..ir.types import PointerType, ScalarType, TileType, elem_type, i1, i32, make_type
 from .literal import cdiv as py_cdiv
 from .literal import next_power_of_2
@@ -467,7 +468,7 @@ def _static_assert(sem: Semantic, cond: Any, msg: Any = "") -> None:
     if isinstance(cond, Tensor):
         raise sem.error("tl.static_assert needs a condition known at compile time")
     if not cond:
-        raise sem.error(f"static assertion failed{': ' + str(msg) if msg else ''}")
+        raise sem.error(f"static assertion failed{': ' + str(msg) if msg else ''}", StaticAssertionError)
 
 
 @api("device_assert")

@@ -12,6 +12,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .types import DType
+
 MAX_INT_BITS = 256
 MAX_SEQ_LEN = 10_000
 # elements of a constant counted through its nesting (a string counts its characters): sharing makes
@@ -228,12 +230,31 @@ class LiteralEvaluator:
             return self._call(node)
         if isinstance(node, ast.ListComp):
             return self._listcomp(node)
+        if isinstance(node, ast.Attribute) and node.attr in _DTYPE_PROPERTIES:
+            owner = self._dtype_owner(node)
+            if owner is not None:  # `dtype.primitive_bitwidth`, `ptr_dtype.element_ty`
+                try:
+                    return getattr(owner, node.attr)
+                except AttributeError:
+                    raise FoldError(f"{owner} has no {node.attr}") from None
         if isinstance(node, ast.Attribute) and self.attr_hook is not None:
             name = self.dotted(node)
             v = self.attr_hook(name) if name is not None else NotImplemented
             if v is not NotImplemented:
                 return v
         raise FoldError(f"{type(node).__name__} is not allowed in this expression")
+
+    def _dtype_owner(self, node: ast.expr) -> Any:
+        """The dtype value `node`'s attribute is taken of (a local name or an expression that is one), else None."""
+        if not isinstance(node, ast.Attribute) or (isinstance(node.value, ast.Name) and node.value.id not in self.env):
+            return None
+        if not isinstance(node.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+            return None
+        try:
+            owner = self.eval(node.value)
+        except FoldError:
+            return None
+        return owner if isinstance(owner, DType) else None
 
     def _boolop(self, node: ast.BoolOp) -> Any:
         v = None
@@ -297,6 +318,12 @@ class LiteralEvaluator:
             raise FoldError("*args and **kwargs are not supported here")
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        owner = self._dtype_owner(node.func)
+        if owner is not None:  # `dtype.is_fp16()`: a dtype's predicates, as host code asks them
+            method = node.func.attr  # type: ignore[attr-defined]
+            if method not in _DTYPE_METHODS or args or kwargs:
+                raise FoldError(f"a dtype's {method}() is not supported here")
+            return getattr(owner, method)()
         if self.call_hook is not None and name is not None:
             handled = self.call_hook(name, args, kwargs)
             if handled is not NotImplemented:
@@ -311,6 +338,11 @@ class LiteralEvaluator:
         except (TypeError, ValueError, OverflowError) as exc:
             raise FoldError(f"{name}(...) failed: {exc}") from None
 
+
+# what host code may ask of a dtype value (compiler/frontend/types.py's DType has each)
+_DTYPE_METHODS = frozenset({"is_ptr", "is_floating", "is_int", "is_int_signed", "is_int_unsigned", "is_bool", "is_fp16",
+                            "is_bf16", "is_fp32", "is_fp64", "is_fp8", "is_fp8e4nv", "is_fp8e5", "is_block"})  # fmt: skip
+_DTYPE_PROPERTIES = frozenset({"element_ty", "primitive_bitwidth", "name", "scalar"})
 
 MAX_BUILDER_STEPS = 10_000
 

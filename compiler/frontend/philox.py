@@ -12,11 +12,12 @@ from ..ir.types import ScalarType
 from .library import LIB, cx_int, tensor
 from .semantic import Semantic, Tensor, describe
 
-U32, U64, I32, F32 = ScalarType("u32"), ScalarType("u64"), ScalarType("i32"), ScalarType("f32")
+U32, U64, I32, I64, F32 = ScalarType("u32"), ScalarType("u64"), ScalarType("i32"), ScalarType("i64"), ScalarType("f32")
 MUL_A, MUL_B = 0xD2511F53, 0xCD9E8D57  # round multipliers
 WEYL_A, WEYL_B = 0x9E3779B9, 0xBB67AE85  # key increments (golden ratio, sqrt(3) - 1)
 DEFAULT_ROUNDS = 10
 UNIFORM_SCALE = 4.6566127342e-10  # about 2**-31
+UNIFORM_SCALE_64 = 1.0842020432385337e-19  # about 2**-63
 
 
 def _bin(sem: Semantic, op: ast.operator, a: Any, b: Any) -> Tensor:
@@ -77,8 +78,13 @@ def to_uniform(sem: Semantic, bits: Tensor) -> Tensor:
 
 def _normal_pair(sem: Semantic, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """Box-Muller: two uniform words -> two standard normals."""
-    u1 = sem.minmax(True, to_uniform(sem, a), 1.0e-7)
-    theta = _bin(sem, ast.Mult(), to_uniform(sem, b), 6.283185307179586)
+    return _pair_uniform_to_normal(sem, to_uniform(sem, a), to_uniform(sem, b))
+
+
+def _pair_uniform_to_normal(sem: Semantic, u1: Any, u2: Any) -> tuple[Tensor, Tensor]:
+    """tl.pair_uniform_to_normal: Box-Muller on two uniform floats (the first kept at 1e-7 or more)."""
+    u1 = sem.minmax(True, tensor(sem, u1, "tl.pair_uniform_to_normal"), 1.0e-7)
+    theta = _bin(sem, ast.Mult(), tensor(sem, u2, "tl.pair_uniform_to_normal"), 6.283185307179586)
     r = LIB["sqrt"](sem, _bin(sem, ast.Mult(), LIB["log"](sem, u1), -2.0))
     return _bin(sem, ast.Mult(), r, LIB["cos"](sem, theta)), _bin(sem, ast.Mult(), r, LIB["sin"](sem, theta))
 
@@ -115,11 +121,17 @@ def _philox(sem: Semantic, seed: Any, c0: Any, c1: Any = 0, c2: Any = 0, c3: Any
 
 
 def _uint_to_uniform_float(sem: Semantic, x: Any) -> Tensor:
+    """32-bit words as to_uniform; 64-bit words folded into 63 bits and scaled by about 2**-63, as Triton."""
     t = tensor(sem, x, "tl.uint_to_uniform_float")
+    if t.elem in (U64, I64):
+        s = sem.bitcast(t, I64) if t.elem == U64 else t
+        folded = sem.where(sem.compare(ast.Lt(), s, 0), _bin(sem, ast.Sub(), sem.unary(ast.USub(), s), 1), s)
+        return _bin(sem, ast.Mult(), folded, UNIFORM_SCALE_64)
     if t.elem not in (U32, I32):
-        raise sem.error(f"tl.uint_to_uniform_float takes 32-bit integers, got {describe(t)}")
+        raise sem.error(f"tl.uint_to_uniform_float takes 32- or 64-bit integers, got {describe(t)}")
     return to_uniform(sem, sem.bitcast(t, U32) if t.elem == I32 else t)
 
 
 LIB.update({"randint": _randint, "randint4x": _randint4x, "rand": _rand, "rand4x": _rand4x, "randn": _randn,
-            "randn4x": _randn4x, "philox": _philox, "uint_to_uniform_float": _uint_to_uniform_float})
+            "randn4x": _randn4x, "philox": _philox, "uint_to_uniform_float": _uint_to_uniform_float,
+            "pair_uniform_to_normal": _pair_uniform_to_normal})

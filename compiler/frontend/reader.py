@@ -275,7 +275,9 @@ def scan_module(tree: ast.Module, info: SourceInfo, package: str | None = None) 
             _scan_imports(stmt, mod, package, first=isinstance(stmt, (ast.Import, ast.ImportFrom)))
         elif isinstance(stmt, ast.FunctionDef):
             target = mod.jit_functions if _is_jit(stmt, mod) else mod.other_functions
-            if _is_jit(stmt, mod, "triton.constexpr_function"):
+            # `@triton.constexpr_function`, or `@tl.constexpr` over a host function (Triton calls either on
+            # constants at compile time)
+            if _is_jit(stmt, mod, "triton.constexpr_function") or _is_jit(stmt, mod, "triton.language.constexpr"):
                 target = mod.constexpr_functions
             target[stmt.name] = stmt
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):

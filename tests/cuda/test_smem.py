@@ -107,8 +107,8 @@ def test_a_config_too_large_is_out_of_resources_with_its_numbers() -> None:
                        options=CompileOptions(target="cuda:sm_90", num_warps=8, num_stages=4), emit="ptx")  # fmt: skip
     assert info.value.limit == MAX_SMEM and info.value.required > MAX_SMEM
     triton_errors = pytest.importorskip("triton.runtime.errors")
-    from tilec.client._dropin import _out_of_resources
+    from tilec.client._dropin import _config_refused
 
-    err = _out_of_resources(info.value)
+    err = _config_refused(info.value)
     assert isinstance(err, triton_errors.OutOfResources)
     assert (err.required, err.limit, err.name) == (info.value.required, MAX_SMEM, "shared memory")

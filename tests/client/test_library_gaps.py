@@ -1,0 +1,168 @@
+"""What FlagGems' own test suite found the drop-in refusing (issue 23, on an H100), each written the way that
+library writes it: a module of thin wrappers (`tle.program_id(0)`, a helper whose parameter is given a
+literal), a `@tl.constexpr` host function that picks an accumulator dtype, a dtype passed as a constexpr
+(`INDEX_TY=tl.int32`), Box-Muller on uniform floats, 64-bit words to uniform floats, and a failed
+`tl.static_assert` in one config. Launched through the drop-in (strict: no fallback) on the cpu target and
+compared with Triton's own interpreter in a fresh process, on the same inputs."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+import tilec  # noqa: E402
+from tilec.client import _dropin  # noqa: E402
+
+WRAPPERS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def program_id(axis: int) -> tl.tensor:
+    return tl.program_id(axis).to(tl.int64)
+
+
+@triton.jit
+def scaled(x, factor):
+    # `factor` is given a literal: a constexpr here, as in Triton
+    return x * factor
+
+
+@tl.constexpr
+def accumulator(dtype: tl.dtype) -> tl.dtype:
+    if dtype.is_fp16() or dtype.is_bf16():
+        return tl.float32
+    if dtype.is_int():
+        return tl.int64
+    return dtype
+"""
+
+KERNELS = """
+import triton
+import triton.language as tl
+
+import libwrap as tle
+
+
+@triton.jit
+def row_sums(in_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tle.program_id(0)
+    acc_dtype: tl.constexpr = tle.accumulator(in_ptr.type.element_ty)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + row * N + offs, mask=offs < N, other=0).to(acc_dtype)
+    tl.store(out_ptr + row, tle.scaled(tl.sum(x, 0), 2))
+
+
+@triton.jit
+def as_index(in_ptr, out_ptr, n, INDEX_TY: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + offs, mask=offs < n, other=0)
+    tl.store(out_ptr + offs, (x * 3).to(INDEX_TY), mask=offs < n)
+
+
+@triton.jit
+def normals(out_ptr, seed, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    r0, r1, r2, r3 = tl.randint4x(seed, offs)
+    u0 = tl.uint_to_uniform_float(r0)
+    u1 = tl.uint_to_uniform_float(r1)
+    n0, n1 = tl.pair_uniform_to_normal(u0, u1)
+    wide = r2.to(tl.uint64) << 32 | r3.to(tl.uint64)
+    d = tl.uint_to_uniform_float(wide)
+    tl.store(out_ptr + offs, n0)
+    tl.store(out_ptr + BLOCK + offs, n1)
+    tl.store(out_ptr + 2 * BLOCK + offs, d)
+
+
+@triton.jit
+def guarded(x_ptr, out_ptr, HEAD: tl.constexpr, BLOCK_N: tl.constexpr):
+    tl.static_assert(BLOCK_N <= HEAD)
+    offs = tl.arange(0, BLOCK_N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1)
+"""
+
+CALLS = """
+def calls(torch, ns):
+    g = torch.Generator().manual_seed(1)
+    out = {}
+    x = torch.randn(3, 50, generator=g).to(torch.float16)
+    o = torch.zeros(3, dtype=torch.float32); ns.row_sums[(3,)](x, o, 50, BLOCK=64); out["sums_f16"] = o
+    xi = torch.randint(-9, 9, (3, 50), generator=g, dtype=torch.int32)
+    o = torch.zeros(3, dtype=torch.int64); ns.row_sums[(3,)](xi, o, 50, BLOCK=64); out["sums_i32"] = o
+    xs = torch.randint(0, 100, (40,), generator=g, dtype=torch.int32)
+    o = torch.zeros(40, dtype=torch.int64); ns.as_index[(1,)](xs, o, 40, INDEX_TY=ns.tl.int64, BLOCK=64)
+    out["index_i64"] = o
+    o = torch.zeros(40, dtype=torch.int32); ns.as_index[(1,)](xs, o, 40, INDEX_TY=ns.tl.uint32, BLOCK=64)
+    out["index_u32"] = o
+    o = torch.zeros(3 * 32); ns.normals[(1,)](o, 1234, BLOCK=32); out["normals"] = o
+    return {k: v.numpy() for k, v in out.items()}
+"""
+
+
+@pytest.fixture
+def gaps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "libwrap.py").write_text(WRAPPERS)
+    (tmp_path / "libkern.py").write_text(KERNELS)
+    (tmp_path / "libcalls.py").write_text(CALLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = ("libwrap", "libkern", "libcalls")
+    for name in names:
+        sys.modules.pop(name, None)
+    saved = dict(
+        _dropin._STATS, reasons=dict(_dropin._STATS["reasons"]), kernels=set(_dropin._STATS["kernels"])
+    )
+    tilec.install(strict=True)
+    try:
+        kernels = importlib.import_module("libkern")
+        kernels.tl = importlib.import_module("triton.language")
+        yield kernels, importlib.import_module("libcalls")
+    finally:
+        tilec.uninstall()
+        _dropin._STATE.pop("strict", None)
+        _dropin._STATS.update(saved)
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def test_library_gaps_match_tritons_interpreter(gaps, tmp_path: Path) -> None:
+    kernels, calls = gaps
+    ours = calls.calls(torch, kernels)  # strict: a kernel tilec refused would raise
+    script = textwrap.dedent(f"""
+        import numpy as np, torch, triton.language as tl, libkern, libcalls
+        libkern.tl = tl
+        np.savez({str(tmp_path / "theirs.npz")!r}, **libcalls.calls(torch, libkern))
+        """)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env.pop("TILEC_TRITON", None)
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
+    theirs = np.load(tmp_path / "theirs.npz")
+    assert sorted(theirs.files) == sorted(ours)
+    for name, want in theirs.items():
+        assert ours[name].dtype == want.dtype, name
+        np.testing.assert_allclose(ours[name], want, rtol=2e-6, atol=2e-6, err_msg=name)
+
+
+def test_a_failed_static_assert_refuses_the_config_not_the_kernel(gaps) -> None:
+    """A config whose tl.static_assert fails is Triton's CompileTimeAssertionFailure, which Triton's autotuner
+    prunes (as FlagGems' attention relies on: BLOCK_N <= HEAD_DIM); the kernel stays tilec's for the others."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+
+    kernels, _ = gaps
+    x = torch.randn(64)
+    out = torch.zeros(64)
+    with pytest.raises(CompileTimeAssertionFailure, match="static assertion failed"):
+        kernels.guarded[(1,)](x, out, HEAD=16, BLOCK_N=32)
+    kernels.guarded[(1,)](x, out, HEAD=32, BLOCK_N=32)
+    np.testing.assert_array_equal(out[:32].numpy(), x[:32].numpy() + 1)
+    assert tilec.stats()["fallbacks"] == 0
