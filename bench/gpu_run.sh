@@ -88,3 +88,24 @@ if [ "$stage" = flaggems ]; then
     ${FLAGGEMS_ARGS:-} 2>&1 | tee "$OUT/flaggems.log" | tail -70
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
 fi
+if [ "$stage" = dropin ]; then
+  # issues 23 and 24 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings) on
+  # every GPU but the last; on the last, one after another, Triton's tutorials under the drop-in (carry them as
+  # .wt/tutorials), FlagGems' ops timed under Triton and tilec, and the speed table (SPEED_BUDGET s)
+  export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
+  n=$(nvidia-smi -L | grep -c '^GPU '); last=$((n - 1)); dl=${FLAGGEMS_DEADLINE:-300}
+  (
+    export CUDA_VISIBLE_DEVICES=$last
+    timeout 200 python3 bench/tutorials.py .wt/tutorials --timeout 120 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
+    timeout 240 python3 bench/flaggems_ops.py --json "$OUT/flaggems_ops.json" > "$OUT/flaggems_ops.log" 2>&1
+    timeout $((${SPEED_BUDGET:-200} + 60)) python3 bench/speed.py --budget-s "${SPEED_BUDGET:-200}" --json "$OUT/speed.json" \
+      2>&1 | grep -v -i warn > "$OUT/speed.log"
+  ) &
+  side=$!
+  timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
+    --gpus "$last" --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --json "$OUT/flaggems.json" \
+    --logs "$OUT/flaggems_logs" ${FLAGGEMS_ARGS:-} > "$OUT/flaggems.log" 2>&1
+  wait $side
+  (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
+  tail -45 "$OUT/flaggems.log"; tail -12 "$OUT/tutorials.log"; cat "$OUT/flaggems_ops.log"; tail -40 "$OUT/speed.log"
+fi

@@ -121,7 +121,7 @@ class _Routed:
                 _give_up(self, exc)
                 kernel = None
         if warmup:
-            return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
+            return self._triton_run(args, grid, warmup, kwargs)
         if kernel is not None:
             try:
                 kernel.run(grid, args, launch)
@@ -133,6 +133,14 @@ class _Routed:
                 raise _config_refused(exc) from exc  # prunes it, as its own
             except _FALLBACK_ERRORS as exc:
                 _give_up(self, exc)
+        return self._triton_run(args, grid, warmup, kwargs)
+
+    def _triton_run(self, args: tuple, grid: Any, warmup: bool, kwargs: dict) -> Any:
+        """Triton's own run (the fallback). Triton's compile entry points live on the instance, set when its
+        device cache first makes a binder; where that cache was filled without them (seen under Triton 3.6 on
+        tutorial 03: "no attribute 'ASTSource'"), they are set here first."""
+        if "ASTSource" not in self.__dict__ and hasattr(self, "create_binder"):
+            self.create_binder()  # type: ignore[attr-defined]
         return super().run(*args, grid=grid, warmup=warmup, **kwargs)  # type: ignore[misc]
 
 

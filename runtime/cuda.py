@@ -33,6 +33,7 @@ _TORCH_DTYPES = {
     "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
     "torch.int32": "i32", "torch.int64": "i64", "torch.int16": "i16", "torch.int8": "i8", "torch.uint8": "u8",
     "torch.bool": "i1", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
+    "torch.float8_e4m3fn": "fp8e4nv", "torch.float8_e5m2": "fp8e5",  # as Triton names them
 }  # fmt: skip
 _NP_DTYPES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",

@@ -1,0 +1,144 @@
+"""FlagGems' operators (a Triton library tilec did not write) timed under plain Triton and under the drop-in,
+side by side: each op runs in a process of its own mode (`tilec.install()` must come before flag_gems is
+imported), is checked against torch's own op on the same inputs, then timed with triton.testing.do_bench
+(median; the first call, which compiles and autotunes, is left out). Under tilec the run is strict: a kernel
+tilec could not take fails its row instead of timing Triton's build.
+
+Usage (GPU machine, repo root, FlagGems' src on PYTHONPATH):
+    python3 bench/flaggems_ops.py [--json OUT] [--only softmax,mm]
+Prints: op, Triton ms, tilec ms, ratio (Triton ms / tilec ms), then the geometric mean and the worst ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cases(torch):
+    """name -> (make inputs, call under flag_gems, tolerance); shapes as FlagGems' own benchmarks use them."""
+    f16, f32, dev = torch.float16, torch.float32, "cuda"
+
+    def rnd(*shape, dtype=f16):
+        return torch.randn(*shape, dtype=dtype, device=dev)
+
+    return {
+        "add": (lambda: (rnd(4096, 4096), rnd(4096, 4096)), lambda a, b: torch.add(a, b), 1e-3),
+        "mul_scalar": (lambda: (rnd(4096, 4096),), lambda a: a * 1.5, 1e-3),
+        "gelu": (lambda: (rnd(4096, 4096),), lambda a: torch.nn.functional.gelu(a), 2e-3),
+        "exp": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.exp(a), 1e-5),
+        "sum_dim": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.sum(a, dim=1), 1e-4),
+        "mean_all": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.mean(a), 1e-4),
+        "amax": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.amax(a, dim=-1), 0.0),
+        "argmax": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.argmax(a, dim=-1), 0.0),
+        "softmax": (lambda: (rnd(4096, 4096),), lambda a: torch.softmax(a, dim=-1), 2e-3),
+        "log_softmax": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.log_softmax(a, dim=-1), 1e-4),
+        "layer_norm": (lambda: (rnd(4096, 4096), rnd(4096), rnd(4096)),
+                       lambda a, w, b: torch.layer_norm(a, (4096,), w, b, 1e-5), 5e-3),
+        "cumsum": (lambda: (rnd(1024, 4096, dtype=f32),), lambda a: torch.cumsum(a, dim=1), 1e-3),
+        "mm": (lambda: (rnd(4096, 4096), rnd(4096, 4096)), lambda a, b: torch.mm(a, b), 2e-2),
+        "bmm": (lambda: (rnd(16, 1024, 1024), rnd(16, 1024, 1024)), lambda a, b: torch.bmm(a, b), 2e-2),
+        "cross_entropy": (lambda: (rnd(4096, 32000, dtype=f32), torch.randint(0, 32000, (4096,), device=dev)),
+                          lambda a, t: torch.nn.functional.cross_entropy(a, t), 1e-4),
+        "where": (lambda: (rnd(4096, 4096) > 0, rnd(4096, 4096), rnd(4096, 4096)),
+                  lambda c, a, b: torch.where(c, a, b), 0.0),
+    }
+
+
+def child(mode: str, only: set[str]) -> None:
+    """Run every op in this process's mode; one JSON line per op on stdout."""
+    if mode == "tilec":
+        import tilec
+
+        tilec.install(strict=True)
+    import flag_gems
+    import torch
+    import triton
+
+    torch.manual_seed(0)
+    for name, (make, call, tol) in cases(torch).items():
+        if only and name not in only:
+            continue
+        row: dict = {"op": name}
+        try:
+            args = make()
+            want = call(*args)  # torch's own op
+            with flag_gems.use_gems():
+                got = call(*args)  # compiles (and autotunes) the first time
+                torch.cuda.synchronize()
+                err = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
+                scale = want.double().abs().max().item() or 1.0
+                row["ok"] = bool(err <= tol * max(scale, 1.0)) and not math.isnan(err)
+                row["err"] = err
+                row["ms"] = triton.testing.do_bench(lambda c=call, a=args: c(*a), warmup=50, rep=200, return_mode="median")
+        except Exception as exc:  # noqa: BLE001 - the row records why
+            row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        print(json.dumps(row), flush=True)
+    if mode == "tilec":
+        import tilec
+
+        print(json.dumps({"stats": {k: v for k, v in tilec.stats().items() if k != "reasons"}}), flush=True)
+
+
+def run_mode(mode: str, only: str, timeout: int) -> dict[str, dict]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("TILEC_TRITON", None)
+    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only], env=env, capture_output=True,
+                       text=True, timeout=timeout)  # fmt: skip
+    rows = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            rows[rec.get("op", "_stats")] = rec
+    if p.returncode:
+        rows["_error"] = {"error": p.stderr[-1500:]}
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--timeout", type=int, default=400)
+    args = ap.parse_args()
+    only = {o for o in args.only.split(",") if o}
+    if args.child:
+        child(args.child, only)
+        return
+    triton_rows = run_mode("triton", args.only, args.timeout)
+    tilec_rows = run_mode("tilec", args.only, args.timeout)
+    print(f"{'op':16s} {'triton ms':>10s} {'tilec ms':>10s} {'ratio':>7s}  check")
+    ratios = []
+    for name, t in triton_rows.items():
+        if name.startswith("_"):
+            continue
+        c = tilec_rows.get(name, {"error": "no row (the tilec run ended early)"})
+        if "ms" in t and "ms" in c and c.get("ok"):
+            ratio = t["ms"] / c["ms"]
+            ratios.append(ratio)
+            print(f"{name:16s} {t['ms']:10.4f} {c['ms']:10.4f} {ratio:7.2f}  ok (tilec max err {c['err']:.2g})")
+        else:
+            why = c.get("error") or t.get("error") or f"wrong result (max err {c.get('err')})"
+            print(f"{name:16s} {t.get('ms', float('nan')):10.4f} {c.get('ms', float('nan')):10.4f} {'-':>7s}  {why}")
+    if ratios:
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"geometric mean {geo:.3f} over {len(ratios)} ops; worst {min(ratios):.2f}")
+    for rows in (triton_rows, tilec_rows):
+        if "_error" in rows:
+            print(rows["_error"]["error"])
+    if "_stats" in tilec_rows:
+        print("tilec:", tilec_rows["_stats"]["stats"])
+    if args.json:
+        args.json.write_text(json.dumps({"triton": triton_rows, "tilec": tilec_rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
