@@ -96,7 +96,7 @@ if [ "$stage" = dropin ]; then
   n=$(nvidia-smi -L | grep -c '^GPU '); last=$((n - 1)); dl=${FLAGGEMS_DEADLINE:-300}
   (
     export CUDA_VISIBLE_DEVICES=$last
-    timeout 200 python3 bench/tutorials.py .wt/tutorials --timeout 120 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
+    timeout 200 python3 bench/tutorials.py .wt/tutorials --timeout 120 > "$OUT/tutorials.log" 2>&1
     timeout 240 python3 bench/flaggems_ops.py --json "$OUT/flaggems_ops.json" > "$OUT/flaggems_ops.log" 2>&1
     timeout $((${SPEED_BUDGET:-200} + 60)) python3 bench/speed.py --budget-s "${SPEED_BUDGET:-200}" --json "$OUT/speed.json" \
       2>&1 | grep -v -i warn > "$OUT/speed.log"
