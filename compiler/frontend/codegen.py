@@ -22,8 +22,19 @@ from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is
 from .types import BlockPtrType, BlockType, DType
 
 PY_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "print", "abs", "isinstance", "str", "tuple")
+def _logical(op: ast.operator) -> Any:
+    """`x.logical_and(y)` / `x.logical_or(y)`: both sides as booleans (nonzero is true), then and / or."""
+    boolean = DType(ScalarType("i1"))
+
+    def method(sem: Semantic, x: Any, other: Any) -> Any:
+        return sem.binop(op, cast(sem, x, boolean, None, False), cast(sem, other, boolean, None, False))
+
+    return method
+
+
 TENSOR_METHODS = {
     "to": lambda sem, x, dtype, fp_downcast_rounding=None, bitcast=False: cast(sem, x, dtype, None, bitcast),
+    "logical_and": _logical(ast.BitAnd()), "logical_or": _logical(ast.BitOr()),
     "sum": LIB["sum"], "max": LIB["max"], "min": LIB["min"], "argmax": LIB["argmax"], "argmin": LIB["argmin"],
     "reshape": reshape, "view": reshape, "trans": trans, "permute": trans, "expand_dims": expand_dims,
     "broadcast_to": LIB["broadcast_to"], "cumsum": LIB["cumsum"], "cumprod": LIB["cumprod"], "ravel": LIB["ravel"],
@@ -35,7 +46,8 @@ TENSOR_METHODS = {
 }
 DTYPE_ATTRS = ("element_ty", "primitive_bitwidth", "name", "is_ptr", "is_floating", "is_int", "is_int_signed",
                "is_int_unsigned", "is_bool", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "is_fp8", "is_fp8e4nv", "is_fp8e5", "scalar",
-               "is_block")
+               "is_block", "int_bitwidth", "fp_mantissa_width", "is_int1", "is_int8", "is_int16", "is_int32", "is_int64",
+               "is_uint8", "is_uint16", "is_uint32", "is_uint64", "is_standard_floating")
 BLOCK_TYPE_ATTRS = ("element_ty", "scalar", "shape", "is_block", "is_ptr")
 
 

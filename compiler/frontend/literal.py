@@ -97,8 +97,9 @@ CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.LtE: operator.le,
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
+    # Triton's dtypes are one object per type (`dtype is tl.float32`); here they are values, equal per type
+    ast.Is: lambda a, b: a is b or (isinstance(a, DType) and a == b),
+    ast.IsNot: lambda a, b: not (a is b or (isinstance(a, DType) and a == b)),
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
@@ -341,8 +342,11 @@ class LiteralEvaluator:
 
 # what host code may ask of a dtype value (compiler/frontend/types.py's DType has each)
 _DTYPE_METHODS = frozenset({"is_ptr", "is_floating", "is_int", "is_int_signed", "is_int_unsigned", "is_bool", "is_fp16",
-                            "is_bf16", "is_fp32", "is_fp64", "is_fp8", "is_fp8e4nv", "is_fp8e5", "is_block"})  # fmt: skip
-_DTYPE_PROPERTIES = frozenset({"element_ty", "primitive_bitwidth", "name", "scalar"})
+                            "is_bf16", "is_fp32", "is_fp64", "is_fp8", "is_fp8e4nv", "is_fp8e5", "is_block",
+                            "is_int1", "is_int8", "is_int16", "is_int32", "is_int64", "is_uint8", "is_uint16",
+                            "is_uint32", "is_uint64", "is_standard_floating"})  # fmt: skip
+_DTYPE_PROPERTIES = frozenset({"element_ty", "primitive_bitwidth", "int_bitwidth", "fp_mantissa_width", "name",
+                               "scalar"})  # fmt: skip
 
 MAX_BUILDER_STEPS = 10_000
 

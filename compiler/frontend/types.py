@@ -75,6 +75,49 @@ class DType:
     def _is(self, name: str) -> bool:
         return self.ir == ScalarType(name)
 
+    @property
+    def int_bitwidth(self) -> int:
+        if not (isinstance(self.ir, ScalarType) and self.ir.is_int):
+            raise AttributeError("int_bitwidth")
+        return self.ir.bits
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        widths = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e4nv": 3, "f8e5": 2}
+        if not isinstance(self.ir, ScalarType) or self.ir.name not in widths:
+            raise AttributeError("fp_mantissa_width")
+        return widths[self.ir.name]
+
+    def is_int1(self) -> bool:
+        return self._is("i1")
+
+    def is_int8(self) -> bool:
+        return self._is("i8")
+
+    def is_int16(self) -> bool:
+        return self._is("i16")
+
+    def is_int32(self) -> bool:
+        return self._is("i32")
+
+    def is_int64(self) -> bool:
+        return self._is("i64")
+
+    def is_uint8(self) -> bool:
+        return self._is("u8")
+
+    def is_uint16(self) -> bool:
+        return self._is("u16")
+
+    def is_uint32(self) -> bool:
+        return self._is("u32")
+
+    def is_uint64(self) -> bool:
+        return self._is("u64")
+
+    def is_standard_floating(self) -> bool:
+        return isinstance(self.ir, ScalarType) and self.ir.name in ("f16", "bf16", "f32", "f64")
+
     def is_fp16(self) -> bool:
         return self._is("f16")
 

@@ -1,7 +1,8 @@
 """What FlagGems' own test suite found the drop-in refusing (issue 23, on an H100), each written the way that
 library writes it: a module of thin wrappers (`tle.program_id(0)`, a helper whose parameter is given a
 literal), a `@tl.constexpr` host function that picks an accumulator dtype, a dtype passed as a constexpr
-(`INDEX_TY=tl.int32`), Box-Muller on uniform floats, 64-bit words to uniform floats, and a failed
+(`INDEX_TY=tl.int32`), Box-Muller on uniform floats, 64-bit words to uniform floats, a dtype's width and
+predicates (`dtype.int_bitwidth`, `is_int64()`, `dtype is tl.float32`), `x.logical_and(y)`, and a failed
 `tl.static_assert` in one config. Launched through the drop-in (strict: no fallback) on the cpu target and
 compared with Triton's own interpreter in a fresh process, on the same inputs."""
 
@@ -86,6 +87,38 @@ def normals(out_ptr, seed, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def largest(dtype):
+    if dtype is tl.float32:
+        return 3.0e38
+    elif dtype is tl.float16:
+        return 65504.0
+    else:
+        return 0.0
+
+
+@triton.jit
+def int_facts(in_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + offs)
+    dt = in_ptr.dtype.element_ty
+    width: tl.constexpr = dt.int_bitwidth
+    big: tl.constexpr = 2 ** (width - 2)
+    y = tl.where(x > 0, x, big)
+    if tl.constexpr(dt.is_int64()):
+        y = y + 1
+    both = (x > 2).logical_and(x < 7)
+    either = (x < -5).logical_or(x > 5)
+    tl.store(out_ptr + offs, y + both.to(y.dtype) * 10 + either.to(y.dtype) * 100)
+
+
+@triton.jit
+def fill_largest(in_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(in_ptr + offs)
+    tl.store(out_ptr + offs, tl.where(v > 0, v, largest(in_ptr.dtype.element_ty)))
+
+
+@triton.jit
 def guarded(x_ptr, out_ptr, HEAD: tl.constexpr, BLOCK_N: tl.constexpr):
     tl.static_assert(BLOCK_N <= HEAD)
     offs = tl.arange(0, BLOCK_N)
@@ -106,6 +139,12 @@ def calls(torch, ns):
     o = torch.zeros(40, dtype=torch.int32); ns.as_index[(1,)](xs, o, 40, INDEX_TY=ns.tl.uint32, BLOCK=64)
     out["index_u32"] = o
     o = torch.zeros(3 * 32); ns.normals[(1,)](o, 1234, BLOCK=32); out["normals"] = o
+    for dt in (torch.int32, torch.int64, torch.int16):
+        xi = torch.randint(-9, 9, (32,), generator=g, dtype=dt)
+        o = torch.zeros(32, dtype=dt); ns.int_facts[(1,)](xi, o, BLOCK=32); out[f"int_facts_{dt}"] = o
+    for dt in (torch.float32, torch.float16):
+        xf = torch.randn(32, generator=g).to(dt)
+        o = torch.zeros(32, dtype=dt); ns.fill_largest[(1,)](xf, o, BLOCK=32); out[f"largest_{dt}"] = o
     return {k: v.numpy() for k, v in out.items()}
 """
 
