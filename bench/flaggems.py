@@ -70,12 +70,18 @@ PLUGIN = """
 import hashlib, json, os
 
 _KEEP = int(os.environ.get("TILEC_SAMPLE", "1") or 1)
+_SHARD, _SHARDS = (int(x) for x in os.environ.get("TILEC_SHARD", "0/1").split("/"))
 _OUT = os.environ.get("TILEC_REPORT_FILE")
 
 
+def _kept(item):
+    h = int(hashlib.sha256(item.nodeid.encode()).hexdigest(), 16)
+    return h % _KEEP == 0 and (h // _KEEP) % _SHARDS == _SHARD
+
+
 def pytest_collection_modifyitems(config, items):
-    if _KEEP > 1:
-        keep = [i for i in items if int(hashlib.sha256(i.nodeid.encode()).hexdigest(), 16) % _KEEP == 0]
+    if _KEEP > 1 or _SHARDS > 1:
+        keep = [i for i in items if _kept(i)]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
@@ -93,13 +99,12 @@ def pytest_runtest_logreport(report):
 """
 
 
-def outcomes(path: Path) -> dict[str, tuple[str, str]]:
-    """test id -> (passed | failed | skipped, the failure's first error lines), from the plugin's lines (the
-    last word on a test wins: a failed teardown after a passed call is a failure)."""
+def outcomes(work: Path, stem: str) -> dict[str, tuple[str, str]]:
+    """test id -> (passed | failed | skipped, the failure's first error lines), from the plugin's lines of every
+    shard of one file and mode (a failure is final: a failed teardown after a passed call is a failure)."""
     out: dict[str, tuple[str, str]] = {}
-    if not path.exists():
-        return out
-    for line in path.read_text().splitlines():
+    lines = [ln for path in sorted(work.glob(f"{stem}*.jsonl")) for ln in path.read_text().splitlines()]
+    for line in lines:
         try:
             rec = json.loads(line)
         except ValueError:
@@ -152,6 +157,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--logs", type=Path, help="keep each run's log, outcomes and stats here")
     ap.add_argument("--sample", type=int, default=1, help="run one test in N (the same ones in both runs)")
+    ap.add_argument("--shards", type=int, default=1, help="split each file's tests over N pytest processes")
+    ap.add_argument("--summarize", action="store_true",
+                    help="run nothing: summarize the outcomes already in --logs (e.g. one run's Triton outcomes "
+                         "next to another's tilec outcomes, for the same --sample)")
     ap.add_argument("--deadline", type=int, default=0,
                     help="seconds for the whole run: files not started by then are left out, running ones stopped")
     args = ap.parse_args()
@@ -171,21 +180,24 @@ def main() -> None:
     extra = shlex.split(args.pytest_args)
     gpus = args.gpus or gpu_count()
     # the heaviest files first, so that the last to finish are short ones
-    jobs = sorted(((t, m) for t in files for m in modes), key=lambda j: -j[0].stat().st_size)
+    jobs = sorted(((t, m, k) for t in files for m in modes for k in range(args.shards)),
+                  key=lambda j: -j[0].stat().st_size)
+    if args.summarize:
+        jobs = []
     slots: queue.Queue[int] = queue.Queue()
     for i in range(gpus * args.slots):
         slots.put(i % gpus)
     took: dict[tuple[str, str], float] = {}
 
-    def one(job: tuple[Path, str]) -> None:
-        test, mode = job
+    def one(job: tuple[Path, str, int]) -> None:
+        test, mode, shard = job
         gpu = slots.get()
         try:
-            env = {**base_env, "CUDA_VISIBLE_DEVICES": str(gpu)}
-            report = work / f"{test.stem}.{mode}.jsonl"
+            env = {**base_env, "CUDA_VISIBLE_DEVICES": str(gpu), "TILEC_SHARD": f"{shard}/{args.shards}"}
+            report = work / f"{test.stem}.{mode}.jsonl" if args.shards == 1 else work / f"{test.stem}.{mode}.{shard}.jsonl"
             prefix = [sys.executable]
             if mode == "tilec":
-                env["TILEC_STATS_FILE"] = str(work / f"{test.stem}.stats")
+                env["TILEC_STATS_FILE"] = str(report.with_suffix(".stats"))
                 env["TILEC_STRICT"] = "0" if args.lenient else "1"
                 prefix = [sys.executable, "-m", "tilec", "run"]
             left = end - time.monotonic()
@@ -193,8 +205,8 @@ def main() -> None:
                 print(f"  {test.name:42s} {mode:6s} not run (deadline)", flush=True)
                 return
             rc, secs = run_pytest(prefix, test, extra, env, report, int(min(args.timeout, left)))
-            took[(test.name, mode)] = secs
-            print(f"  {test.name:42s} {mode:6s} gpu {gpu} rc {rc:3d} {secs:7.1f} s", flush=True)
+            took[(test.name, mode)] = max(secs, took.get((test.name, mode), 0.0))
+            print(f"  {test.name:42s} {mode:6s} {shard} gpu {gpu} rc {rc:3d} {secs:7.1f} s", flush=True)
         finally:
             slots.put(gpu)
 
@@ -208,7 +220,7 @@ def main() -> None:
     both = passed_triton = 0
     failures: list[tuple[str, str]] = []
     for test in files:
-        t, c = outcomes(work / f"{test.stem}.triton.jsonl"), outcomes(work / f"{test.stem}.tilec.jsonl")
+        t, c = outcomes(work, f"{test.stem}.triton"), outcomes(work, f"{test.stem}.tilec")
         ok_t = {k for k, (s, _) in t.items() if s == "passed"}
         ok_c = {k for k in ok_t if c.get(k, ("missing", ""))[0] == "passed"}
         both += len(ok_c)
@@ -216,11 +228,13 @@ def main() -> None:
         for k in sorted(ok_t - ok_c):
             state, msg = c.get(k, ("missing", "the tilec run ended before this test (crash or timeout)"))
             failures.append((k, f"{state}: {msg}"))
-        stats_file = work / f"{test.stem}.stats"
-        stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
-        for key in ("routed", "launched", "fallbacks", "kernels"):
-            report["stats"][key] += stats.get(key, 0)
-        report["fallbacks"].update(stats.get("reasons", {}))
+        stats: dict = {}
+        for stats_file in work.glob(f"{test.stem}.tilec*.stats"):
+            one_run = json.loads(stats_file.read_text())
+            for key in ("routed", "launched", "fallbacks", "kernels"):
+                report["stats"][key] += one_run.get(key, 0)
+                stats[key] = stats.get(key, 0) + one_run.get(key, 0)
+            report["fallbacks"].update(one_run.get("reasons", {}))
         report["files"][test.name] = {"triton_passed": len(ok_t), "tilec_passed": len(ok_c), "tests": len(t),
                                       "triton_s": took.get((test.name, "triton")),
                                       "tilec_s": took.get((test.name, "tilec"))}  # fmt: skip

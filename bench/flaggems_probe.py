@@ -1,0 +1,77 @@
+"""Two FlagGems ops whose results under the drop-in differed from Triton's in FlagGems' own suite, probed
+directly (GPU machine, FlagGems' src on PYTHONPATH): `torch.full_like(int32, 2)` twice (the suite's
+full_like case: a launch, then the same op again through FlagGems' launch cache), and dropout's mask from
+one generator state under plain Triton and under the drop-in (the bits should be Triton's).
+
+Usage: python3 bench/flaggems_probe.py   (prints one line per check)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def child(mode: str) -> None:
+    if mode == "tilec":
+        import tilec
+
+        tilec.install(strict=True)
+    import flag_gems
+    import torch
+
+    out: dict = {}
+    for dt in (torch.int32, torch.int16, torch.int64, torch.float32):
+        for fill in (2, 3.1415926, False):
+            inp = torch.empty(266, dtype=dt, device="cuda")
+            want = torch.full_like(inp, fill)
+            got = []
+            for _ in range(3):  # the first launch compiles; the later ones go through FlagGems' launch cache
+                with flag_gems.use_gems():
+                    got.append(torch.full_like(inp, fill))
+            bad = [int((g != want).sum()) for g in got]
+            out[f"full_like {dt} {fill}"] = {"mismatched": bad, "first": [g[:3].tolist() for g in got]}
+    masks = []
+    for p in (0.3, 0.9):
+        torch.cuda.manual_seed(1234)
+        x = torch.randn(4096, dtype=torch.float16, device="cuda")
+        with flag_gems.use_gems():
+            y = torch.nn.functional.dropout(x, p, True)
+        masks.append((y != 0).cpu().int().tolist())
+    out["dropout_masks"] = masks
+    print(json.dumps(out))
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    runs = {}
+    for mode in ("triton", "tilec"):
+        p = subprocess.run([sys.executable, __file__, "--child", mode], env=env, capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        runs[mode] = json.loads(lines[-1]) if lines else {"error": p.stderr[-1500:]}
+    for mode, res in runs.items():
+        if "error" in res:
+            print(mode, "error:", res["error"])
+            continue
+        for name, r in res.items():
+            if name != "dropout_masks" and any(r["mismatched"]):
+                print(f"{mode}: {name}: mismatched {r['mismatched']} first values {r['first']}")
+    if all("dropout_masks" in r for r in runs.values()):
+        for i, p in enumerate((0.3, 0.9)):
+            a, b = runs["triton"]["dropout_masks"][i], runs["tilec"]["dropout_masks"][i]
+            same = sum(x == y for x, y in zip(a, b, strict=True))
+            print(f"dropout p={p}: tilec's mask equals Triton's on {same}/{len(a)} elements; kept {sum(a)} vs {sum(b)}")
+    print("probe done")
+
+
+if __name__ == "__main__":
+    main()
