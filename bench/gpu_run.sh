@@ -84,8 +84,10 @@ if [ "$stage" = flaggems ]; then
   export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
   dl=${FLAGGEMS_DEADLINE:-300}
   # FLAGGEMS_PROBE=1: bench/flaggems_probe.py on the last GPU beside the suite
-  [ "${FLAGGEMS_PROBE:-}" = 1 ] && (CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 )) timeout 300 \
-    python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1 &)
+  if [ "${FLAGGEMS_PROBE:-}" = 1 ]; then
+    CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 )) timeout 300 \
+      python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1 &
+  fi
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
     --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --modes "${FLAGGEMS_MODES:-triton,tilec}" \
     --shards "${FLAGGEMS_SHARDS:-1}" --json "$OUT/flaggems.json" --logs "$OUT/flaggems_logs" \
