@@ -95,7 +95,7 @@ def pytest_runtest_logreport(report):
         msg = " | ".join(ln[1:].strip() for ln in lines[:3])[:600]
     state = "passed" if report.passed else "skipped" if report.skipped else "failed"
     with open(_OUT, "a") as f:
-        f.write(json.dumps({"id": report.nodeid, "state": state, "msg": msg}) + "\\n")
+        f.write(json.dumps({"id": report.nodeid, "state": state, "msg": msg, "s": round(report.duration, 3)}) + "\\n")
 """
 
 
