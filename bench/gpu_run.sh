@@ -83,17 +83,22 @@ if [ "$stage" = flaggems ]; then
   # GPU, one test in FLAGGEMS_SAMPLE (the same in both runs), in the suite's quick mode; FLAGGEMS_ARGS adds options
   export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
   dl=${FLAGGEMS_DEADLINE:-300}
-  # FLAGGEMS_PROBE=1: bench/flaggems_probe.py on the last GPU beside the suite
+  # FLAGGEMS_PROBE=1: bench/flaggems_probe.py, then the tutorials named in TUTORIALS (if any), on the last GPU
+  # beside the suite
   if [ "${FLAGGEMS_PROBE:-}" = 1 ]; then
-    CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 )) timeout 300 \
-      python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1 &
+    (
+      export CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 ))
+      timeout 150 python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
+      [ -n "${TUTORIALS:-}" ] && timeout $((dl - 120)) python3 bench/tutorials.py .wt/tutorials --only "$TUTORIALS" \
+        --timeout 100 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
+    ) &
   fi
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
     --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --modes "${FLAGGEMS_MODES:-triton,tilec}" \
     --shards "${FLAGGEMS_SHARDS:-1}" --json "$OUT/flaggems.json" --logs "$OUT/flaggems_logs" \
     ${FLAGGEMS_ARGS:-} 2>&1 | tee "$OUT/flaggems.log" | tail -50
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
-  wait; [ -f "$OUT/probe.log" ] && tail -20 "$OUT/probe.log"
+  wait; [ -f "$OUT/probe.log" ] && tail -20 "$OUT/probe.log"; [ -f "$OUT/tutorials.log" ] && tail -30 "$OUT/tutorials.log"
 fi
 if [ "$stage" = dropin ]; then
   # issues 23 and 24 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings) on

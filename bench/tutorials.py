@@ -74,6 +74,13 @@ def run_one(cmd: list[str], env: dict, timeout: int) -> dict:
     }
 
 
+def _failures(stdout: str) -> list[str]:
+    """pytest's summary: its FAILED lines (-rf) and its last line, at most 8 of them."""
+    lines = stdout.strip().splitlines()
+    failed = [ln[:240] for ln in lines if ln.startswith("FAILED")]
+    return (failed[:7] + lines[-1:]) if lines else []
+
+
 def verdict(res: dict) -> tuple[bool, str]:
     if res["rc"] != 0:
         last = (res["stderr"].strip().splitlines() or ["?"])[-1]
@@ -122,20 +129,31 @@ def main() -> None:
             ok, why = False, f"{stats['fallbacks']} kernel(s) fell back to Triton"
         row.update(tilec=ok, tilec_why=why, seconds=res["seconds"], stats=stats)
         if "def test_" in path.read_text():
-            py = run_one([sys.executable, "-m", "tilec", "run", "-m", "pytest", "-x", "-q", str(path)], env,
+            py = run_one([sys.executable, "-m", "tilec", "run", "-m", "pytest", "-q", "-rf", str(path)], env,
                          args.timeout)  # fmt: skip
             row["pytest"], row["pytest_why"] = verdict(py)
-            row["pytest_tail"] = py["stdout"].strip().splitlines()[-1:] if py["stdout"].strip() else []
+            row["pytest_tail"] = _failures(py["stdout"])
+            if not args.no_baseline:  # the same tests under plain Triton: what a pass means here
+                base_py = run_one([sys.executable, "-m", "pytest", "-q", "-rf", str(path)],
+                                  {**env, "TILEC_STATS_FILE": ""}, args.timeout)  # fmt: skip
+                row["pytest_triton"], _ = verdict(base_py)
+                row["pytest_triton_tail"] = _failures(base_py["stdout"])
         results.append(row)
         mark = "PASS" if ok else "FAIL"
         base_mark = {True: "pass", False: "FAIL", None: "-"}[row.get("triton")]
         extra = f"  pytest: {'pass' if row.get('pytest') else 'FAIL'}" if "pytest" in row else ""
+        if "pytest_triton" in row:
+            extra += f" (under Triton: {'pass' if row['pytest_triton'] else 'FAIL'})"
         print(
             f"{mark}  {path.name:50s} tilec {res['seconds']:7.1f}s  triton: {base_mark}{extra}  {why}",
             flush=True,
         )
         for name, reason in (stats.get("reasons") or {}).items():
             print(f"        fallback {name}: {reason.splitlines()[0][:200]}")
+        for line in row.get("pytest_tail", []):
+            print(f"        pytest under tilec: {line}")
+        for line in row.get("pytest_triton_tail", []):
+            print(f"        pytest under Triton: {line}")
     passed = sum(r["tilec"] for r in results)
     anchor = [r for r in results if r.get("triton")]
     print(f"\n{passed}/{len(results)} tutorials pass under tilec; "

@@ -138,7 +138,10 @@ class Semantic:
         if x.elem == elem:
             return x
         if isinstance(elem, PointerType) and not isinstance(x.elem, PointerType):
-            raise self.error(f"cannot cast {describe(x)} to a pointer")
+            # an address kept in memory as a 64-bit integer (grouped GEMM's table of pointers), as in Triton
+            if not (isinstance(x.elem, ScalarType) and x.elem.is_int and x.elem.bits == 64):
+                raise self.error(f"cannot cast {describe(x)} to a pointer: only 64-bit integers hold addresses")
+            return Tensor(self.b.cast(x.value, elem))
         if isinstance(x.elem, PointerType) and isinstance(elem, PointerType):
             return Tensor(self.b.op1("bitcast", [x.value], make_type(x.shape, elem)))
         return Tensor(self.b.cast(x.value, elem))

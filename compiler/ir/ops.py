@@ -17,7 +17,8 @@ Semantics (the reference interpreter, compiler/interp, is the executable stateme
   ordered except `ne` (NaN != x is true), as in C.
 - `cast` converts values: float→int truncates toward zero (out of range: undefined, the
   interpreter saturates, NaN → 0), int→float and float→float round to nearest even, int→int
-  truncates or extends by the source signedness, anything→i1 is `!= 0`.
+  truncates or extends by the source signedness, anything→i1 is `!= 0`; a pointer converts to and
+  from a 64-bit integer (its address) only.
 - `reduce_with` folds each line along `axis` with its combiner region as a balanced tree: element i of the
   first half with element i of the second (lhs from the first half), an odd leftover carried, until one
   is left. `scan_with` is the inclusive scan out[0] = x[0], out[i] = combine(out[i-1], x[i]); reversed,
@@ -224,7 +225,8 @@ def _cast(op: Operation) -> None:
     r = op.results[0].type
     if shape_of(x.type) != shape_of(r):
         fail(op, f"changes shape {x.type} -> {r}")
-    if is_ptr(x.type) != is_ptr(r) and not (is_ptr(x.type) and elem_type(r) in (ScalarType("i64"), ScalarType("u64"))):
+    addr = (ScalarType("i64"), ScalarType("u64"))  # a pointer converts to and from a 64-bit integer only
+    if is_ptr(x.type) != is_ptr(r) and not (elem_type(r) in addr or elem_type(x.type) in addr):
         fail(op, f"cannot cast {x.type} to {r}")
 
 

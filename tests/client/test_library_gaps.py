@@ -205,3 +205,55 @@ def test_a_failed_static_assert_refuses_the_config_not_the_kernel(gaps) -> None:
     kernels.guarded[(1,)](x, out, HEAD=32, BLOCK_N=32)
     np.testing.assert_array_equal(out[:32].numpy(), x[:32].numpy() + 1)
     assert tilec.stats()["fallbacks"] == 0
+
+
+POINTER_TABLE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scaled_groups(table_ptr, sizes_ptr, out_ptr, BLOCK: tl.constexpr):
+    # as Triton's grouped GEMM tutorial: each group's address is kept in memory as a 64-bit integer
+    g = tl.program_id(0)
+    base = tl.load(table_ptr + g).to(tl.pointer_type(tl.float32))
+    n = tl.load(sizes_ptr + g)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(base + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + g * BLOCK + offs, x * 2)
+"""
+
+
+def test_an_address_loaded_as_int64_is_a_pointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ptrtable.py").write_text(POINTER_TABLE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("ptrtable", None)
+    tilec.install(strict=True)
+    try:
+        kernels = importlib.import_module("ptrtable")
+        a, b = torch.randn(5), torch.randn(9)
+        table = torch.tensor([a.data_ptr(), b.data_ptr()], dtype=torch.int64)
+        out = torch.full((32,), 7.0)
+        kernels.scaled_groups[(2,)](table, torch.tensor([5, 9], dtype=torch.int32), out, BLOCK=16)
+    finally:
+        tilec.uninstall()
+        _dropin._STATE.pop("strict", None)
+        sys.modules.pop("ptrtable", None)
+    np.testing.assert_array_equal(out[:5].numpy(), (a * 2).numpy())
+    np.testing.assert_array_equal(out[16:25].numpy(), (b * 2).numpy())
+    assert not out[5:16].any() and not out[25:].any()  # the masked lanes stored their `other`, times 2
+
+
+def test_an_int_to_pointer_cast_lowers_for_cuda_and_narrow_ints_are_refused() -> None:
+    from tilec.compiler.artifact import CompileOptions
+    from tilec.compiler.errors import CompileError
+    from tilec.compiler.pipeline import compile_kernel
+
+    opts = CompileOptions(target="cuda:sm_90", num_warps=4)
+    sig = {"table_ptr": "*i64", "sizes_ptr": "*i32", "out_ptr": "*fp32"}
+    ptx = compile_kernel(POINTER_TABLE, "scaled_groups", signature=sig, constexprs={"BLOCK": 16}, options=opts,
+                         emit="ptx").ptx  # fmt: skip
+    assert "ld.global" in ptx
+    narrow = POINTER_TABLE.replace("tl.load(table_ptr + g)", "tl.load(table_ptr + g).to(tl.int32)")
+    with pytest.raises(CompileError, match="only 64-bit integers hold addresses"):
+        compile_kernel(narrow, "scaled_groups", signature=sig, constexprs={"BLOCK": 16}, options=opts, emit="ptx")

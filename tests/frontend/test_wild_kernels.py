@@ -886,8 +886,8 @@ HEAD = "import triton\nimport triton.language as tl\n\n\n"
 @pytest.mark.parametrize("body,sig_,word,line", [
     ("@triton.jit\ndef k(p, n):\n    for i in range(n):\n        if i > 3:\n            return i\n", {"p": "*fp32", "n": "i32"},
      "return with a value inside a runtime loop", 9),
-    ("@triton.jit\ndef k(p):\n    q = tl.load(p).to(tl.pointer_type(tl.float32))\n", {"p": "*i64"},
-     "cannot cast i64 scalar to a pointer", 7),  # tl.pointer_type reads; an address loaded as data does not
+    ("@triton.jit\ndef k(p):\n    q = tl.load(p).to(tl.pointer_type(tl.float32))\n", {"p": "*i32"},
+     "only 64-bit integers hold addresses", 7),  # an address loaded as an i64 is a pointer; narrower ints are not
     ("def host(n):\n    return n * 2\n\n\n@triton.jit\ndef k(p):\n    tl.store(p, host(3))\n", {"p": "*fp32"},
      "not a @triton.jit function", 11),
     ("@triton.jit\ndef k(p, B: tl.constexpr):\n    r = tl.rand(1, tl.arange(0, B).to(tl.int64))\n", {"p": "*fp32"},

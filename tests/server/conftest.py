@@ -82,7 +82,8 @@ class Uvicorn:
     def start(self) -> Uvicorn:
         cmd = [sys.executable, "-m", "uvicorn", "tilec.server.main:app", "--port", str(self.port), "--log-level", "warning"]
         self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=self.stderr)
-        deadline = time.monotonic() + 30
+        # generous: on a loaded 2-core machine the imports and `alembic upgrade head` alone took over 30 s
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"uvicorn exited: {self.log()[-2000:]}")
@@ -91,7 +92,7 @@ class Uvicorn:
                     return self
             except httpx.TransportError:
                 time.sleep(0.05)
-        raise RuntimeError("uvicorn did not become healthy in 30 s")
+        raise RuntimeError("uvicorn did not become healthy in 180 s")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -152,7 +152,7 @@ class Service:
         self.url = f"http://127.0.0.1:{port}"
         cmd = [sys.executable, "-m", "uvicorn", "tilec.server.main:app", "--port", str(port), "--log-level", "warning"]  # fmt: skip
         self.api = Proc(cmd, {**self.env, "TILEC_PORT": str(port)}, "api")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 180  # generous: a loaded 2-core machine took over 30 s to start one
         while time.monotonic() < deadline:
             if not self.api.alive():
                 raise RuntimeError(f"uvicorn exited: {self.api.log()[-3000:]}")
@@ -161,7 +161,7 @@ class Service:
                     return
             except httpx.TransportError:
                 time.sleep(0.05)
-        raise RuntimeError("uvicorn did not become healthy in 30 s")
+        raise RuntimeError("uvicorn did not become healthy in 180 s")
 
     def start_worker(self, **env: str) -> Proc:
         """A `tilec worker --target cpu` with the service's settings (and `env` over them)."""

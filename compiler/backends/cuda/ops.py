@@ -267,7 +267,7 @@ def fma(b: ir.IRBuilder, t: ScalarType, x, y, z):
 def cast(b: ir.IRBuilder, src, dst, x):  # noqa: C901 - one case per kind pair
     if isinstance(src, PointerType) or isinstance(dst, PointerType):
         if isinstance(dst, PointerType):
-            return x
+            return x if isinstance(src, PointerType) else b.inttoptr(x, reg_type(dst))
         return b.ptrtoint(x, reg_type(dst))
     if src == dst:
         return x
