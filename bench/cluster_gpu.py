@@ -936,7 +936,9 @@ def oob_report(cluster: Cluster, http: Any, oob_id: int, rows: dict[int, dict]) 
     out = {"job": oob_id, "state": job["state"], "worker": job["worker"],
            "faulting_trial": [(t["status"], (t["reason"] or "")[:200]) for t in bad],
            "good_trial": [t["status"] for t in good], "later_jobs_on_that_worker": len(later)}  # fmt: skip
-    out["ok"] = (job["state"] == "done" and [s for s, _ in out["faulting_trial"]] == ["failed"]
+    # failed by the fault itself (a "fault" on a GPU, a "crash" of the bench process on the host), not at compile
+    faulted = [s == "failed" and r.startswith(("fault:", "crash:")) for s, r in out["faulting_trial"]]
+    out["ok"] = (job["state"] == "done" and faulted == [True]
                  and out["good_trial"] == ["ok"] and len(later) >= 1)  # fmt: skip
     cluster.event(f"out-of-bounds job {oob_id}: {job['state']}; the faulting trial {out['faulting_trial']}; "
                   f"its worker ran {len(later)} job(s) after it")  # fmt: skip
@@ -964,6 +966,26 @@ def exactly_once(cluster: Cluster, http: Any, job_id: int, victim: str) -> dict:
     out["ok"] = (job["state"] == "done" and job["worker"] != victim and job_rows == 1 and result == 1
                  and len(configs) == len(set(configs)) == job["trials_planned"] == trials == distinct)  # fmt: skip
     cluster.event(f"exactly once, job {job_id}: {out}")
+    return out
+
+
+def ledger(cluster: Cluster) -> dict:
+    """What the database says of every job: by state, taken up more than once, sent more than once (the
+    reaper's resends), and tuning keys with more than one job (none: each job of the drill has its own key)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(cluster.pg.url())
+    with engine.connect() as conn:
+        one = lambda sql: conn.execute(text(sql)).scalar_one()  # noqa: E731
+        out = {
+            "by_state": dict(conn.execute(text("SELECT state, count(*) FROM tune_jobs GROUP BY state")).all()),
+            "taken_up_more_than_once": one("SELECT count(*) FROM tune_jobs WHERE deliveries > 1"),
+            "sent_more_than_once": one("SELECT count(*) FROM tune_jobs WHERE sends > 1"),
+            "keys_with_two_jobs": one("SELECT count(*) FROM (SELECT tuning_key FROM tune_jobs GROUP BY tuning_key "
+                                      "HAVING count(*) > 1) AS twice"),
+            "trial_rows": one("SELECT count(*) FROM trials"),
+        }  # fmt: skip
+    engine.dispose()
     return out
 
 
@@ -1039,6 +1061,7 @@ def drill(a: argparse.Namespace) -> dict:
         http.close()
         lost = {i: rows.get(i, {}).get("state") for i in accepted if rows.get(i, {}).get("state") != "done"}
         result["accepted"], result["lost"] = len(accepted), lost
+        result["ledger"] = ledger(cluster)
         cluster.scale_to(0)
         result["client"] = client_phase(cluster, accepted)
     finally:
@@ -1074,6 +1097,10 @@ def report(result: dict) -> bool:
     print(f"\naccepted {result['accepted']} jobs; lost: {len(result['lost'])}" +
           (f" {result['lost']}" if result["lost"] else ""))  # fmt: skip
     ok &= not result["lost"]
+    g = result["ledger"]
+    print(f"database: jobs {g['by_state']}; taken up more than once {g['taken_up_more_than_once']}, sent more than "
+          f"once {g['sent_more_than_once']}; tuning keys with two jobs {g['keys_with_two_jobs']}; "
+          f"{g['trial_rows']} trial rows")  # fmt: skip
     c = result.get("client", {})
     if "error" in c:
         print(f"client: FAILED {c['error']}")
@@ -1109,9 +1136,9 @@ def main() -> None:
         "--budget-s", type=float, default=480.0, help="the whole run's time: rounds get what is left"
     )
     ap.add_argument("--round-timeout", type=float, default=150.0, help="the most one scaling round takes")
-    ap.add_argument("--fault-timeout", type=float, default=150.0, help="the most the fault phase takes")
-    ap.add_argument("--final-timeout", type=float, default=30.0, help="the wait for the last jobs after it")
-    ap.add_argument("--client-timeout", type=float, default=90.0, help="the most the launching client takes")
+    ap.add_argument("--fault-timeout", type=float, default=120.0, help="the most the fault phase takes")
+    ap.add_argument("--final-timeout", type=float, default=20.0, help="the wait for the last jobs after it")
+    ap.add_argument("--client-timeout", type=float, default=60.0, help="the most the launching client takes")
     ap.add_argument(
         "--client-gpu", type=int, default=-1, help="the GPU of the launching client (default: the last)"
     )
@@ -1137,8 +1164,9 @@ def main() -> None:
     a.fault_pace = a.fault_pace if a.fault_pace is not None else (0.5 if a.target.startswith("cuda") else 2.0)
     if a.target.startswith("cuda"):
         gpus = gpu_count()
-        if gpus < max(a.worker_counts):
-            sys.exit(f"{max(a.worker_counts)} workers need as many GPUs; this machine has {gpus}")
+        need = max(a.worker_counts + ([2] if a.faults else []))  # a killed worker's job finishes on another
+        if gpus < need:
+            sys.exit(f"{need} workers need as many GPUs; this machine has {gpus}")
         a.client_gpu = a.client_gpu if a.client_gpu >= 0 else gpus - 1
     result = drill(a)
     ok = report(result)
