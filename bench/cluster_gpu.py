@@ -431,12 +431,36 @@ def oob_job(i: int, gpu: bool) -> Job:
     return _add_job("oob", 4096 + 64 * i, [_cfg({"BLOCK": 256, "SHIFT": s}, 4, 1) for s in (FAR, 0)])
 
 
+# a dependent chain of `reps` multiply-adds per element: a launch long enough (~10 ms on a GPU) that the six trials
+# of the hand-back job take a second or more, so its worker can be killed between two of them
+BUSY_SOURCE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def busy(x_ptr, out_ptr, n, reps, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    acc = x
+    for _ in range(reps):
+        acc = acc * 0.999 + x
+    tl.store(out_ptr + offs, acc, mask=mask)
+"""
+
+
 def handback_job(i: int, gpu: bool) -> Job:
-    """The job whose worker is SIGKILLed between two of its trials: six block sizes on a large vector add."""
-    n = (1 << (24 if gpu else 22)) + 64 * i
-    return _add_job(
-        "handback", n, [_cfg({"BLOCK": b, "SHIFT": 0}, 4, 1) for b in (64, 128, 256, 512, 1024, 2048)]
-    )
+    """The job whose worker is SIGKILLed between two of its trials: six block sizes of a busy kernel."""
+    n, reps = 8192 + 64 * i, 4_000_000 if gpu else 20_000
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "reps": "i32"}
+    launch = {
+        "grid": ["cdiv(n, BLOCK)"],
+        "args": {"x_ptr": "randn(n)", "out_ptr": "empty(n)", "n": n, "reps": reps},
+    }
+    configs = [_cfg({"BLOCK": b}, 4, 1) for b in (32, 64, 128, 256, 512, 1024)]
+    body = {"source": BUSY_SOURCE, "name": "busy", "signature": sig, "launch": launch, "configs": configs}
+    return Job("handback", {"n": n, "reps": reps}, body, list(sig))
 
 
 FAMILIES: dict[str, Callable[[int, bool], Job]] = {
@@ -636,7 +660,10 @@ def check(job: dict, resolved: Any, x: dict, out: dict, cfg: dict) -> str | None
         q, k, v = f["Q"], f["K"], f["V"]
         p = torch.softmax((q @ k.transpose(-1, -2)) * s["sm_scale"], dim=-1)
         pairs = [(out["Out"].double(), p @ v, 2e-2, 2e-2)]
-    elif fam in ("oob", "handback"):
+    elif fam == "handback":  # acc(k) = 0.999 acc(k-1) + x, acc(0) = x
+        x0, k = f["x_ptr"], s["reps"]
+        pairs = [(out["out_ptr"].double(), 1000 * x0 + (x0 - 1000 * x0) * 0.999**k, 1e-3, 1e-2)]
+    elif fam == "oob":
         pairs = [(out["out_ptr"].double(), f["x_ptr"] + f["y_ptr"], 1e-6, 1e-6)]
     else:
         return f"no reference for {fam}"
@@ -856,8 +883,9 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
 
     # 3. PostgreSQL stopped, started again: the API answers 503 with Retry-After meanwhile
     time.sleep(a.fault_gap)
+    cluster.event("PostgreSQL: fast shutdown")
     cluster.pg.stop()
-    cluster.event("PostgreSQL stopped (fast shutdown)")
+    cluster.event("PostgreSQL stopped")
     report["db_down"] = {"GET /v1/tune-jobs": probe(http, cluster.url + "/v1/tune-jobs?limit=1"),
                          "GET /healthz": probe(http, cluster.url + "/healthz")}  # fmt: skip
     time.sleep(a.outage_s)
@@ -876,8 +904,10 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
     ids = {x["id"] for x in lines if x["id"] is not None} | {oob_id, victim_id}
     report["submits"] = refusals_report(cluster, lines)
     rows = cluster.wait_done(http, ids, max(5.0, deadline - time.monotonic()))
+    done = sum(j["state"] == "done" for j in rows.values())
     cluster.event(
-        f"fault phase: {sum(j['state'] == 'done' for j in rows.values())}/{len(ids)} accepted jobs done"
+        f"fault phase over: {done}/{len(ids)} of its accepted jobs done"
+        + (" (the rest: the final wait)" if done < len(ids) else "")
     )
     report["oob"] = oob_report(cluster, http, oob_id, rows)
     report["exactly_once"] = exactly_once(cluster, http, victim_id, job["worker"])
@@ -965,7 +995,10 @@ def exactly_once(cluster: Cluster, http: Any, job_id: int, victim: str) -> dict:
            "distinct_trial_rows": distinct, "tuning_results": result}  # fmt: skip
     out["ok"] = (job["state"] == "done" and job["worker"] != victim and job_rows == 1 and result == 1
                  and len(configs) == len(set(configs)) == job["trials_planned"] == trials == distinct)  # fmt: skip
-    cluster.event(f"exactly once, job {job_id}: {out}")
+    cluster.event(f"exactly once, job {job_id}: {job['state']}, by {'another' if job['worker'] != victim else 'the killed'} "
+                  f"worker (deliveries {job['deliveries']}); {job_rows} job row(s) for its tuning key; {len(set(configs))} "
+                  f"of {job['trials_planned']} configs in its record ({len(configs)} entries); {trials} trial rows "
+                  f"({distinct} configs); {result} tuning result(s)")  # fmt: skip
     return out
 
 
@@ -1060,6 +1093,7 @@ def drill(a: argparse.Namespace) -> dict:
         rows = cluster.wait_done(http, set(accepted), a.final_timeout)
         http.close()
         lost = {i: rows.get(i, {}).get("state") for i in accepted if rows.get(i, {}).get("state") != "done"}
+        cluster.event(f"{len(accepted) - len(lost)} of {len(accepted)} accepted jobs done")
         result["accepted"], result["lost"] = len(accepted), lost
         result["ledger"] = ledger(cluster)
         cluster.scale_to(0)
