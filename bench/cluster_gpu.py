@@ -853,12 +853,17 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
     procs, outs = submit_all(cluster, stream, "faults", clients=1, pace_s=a.fault_pace, deadline_s=budget_s)
     cluster.event(f"a client submits up to {len(stream)} jobs, one every {a.fault_pace:g} s, retrying 503s")
 
-    # 1. a worker SIGKILLed between two trials of a tune
-    job = _wait_job(cluster, http, victim_id, lambda j: j["state"] == "running" and 1 <= j["trials_done"] < j["trials_planned"],
-                    deadline)  # fmt: skip
-    found = cluster.worker_of(job) if job else None
-    if job is None or found is None:
-        raise RuntimeError(f"job {victim_id} was never seen between two trials on a worker of the drill")
+    # 1. a worker SIGKILLed between two trials of a tune (a job that ended before it was seen there: another)
+    between = lambda j: j["state"] == "running" and 1 <= j["trials_done"] < j["trials_planned"]  # noqa: E731
+    for _attempt in range(3):
+        job = _wait_job(cluster, http, victim_id, between, deadline)
+        found = cluster.worker_of(job) if job else None
+        if found is not None:
+            break
+        cluster.event(f"job {victim_id} was not seen between two trials; another hand-back job")
+        victim_id = _submit_now(cluster, http, maker.next("handback"), accepted)
+    else:
+        raise RuntimeError("no hand-back job was seen between two trials on a worker of the drill")
     device, victim = found
     victim.kill()
     cluster.event(f"SIGKILL worker{device} (pid {victim.pid}) during job {victim_id} "
@@ -901,7 +906,11 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
     for line in lines:
         if line["id"] is not None:
             accepted[line["id"]] = stream[int(line["tag"].split(":")[1])]
-    ids = {x["id"] for x in lines if x["id"] is not None} | {oob_id, victim_id}
+    ids = (
+        {x["id"] for x in lines if x["id"] is not None}
+        | {oob_id, victim_id}
+        | {i for i, j in accepted.items() if j.family == "handback"}
+    )
     report["submits"] = refusals_report(cluster, lines)
     rows = cluster.wait_done(http, ids, max(5.0, deadline - time.monotonic()))
     done = sum(j["state"] == "done" for j in rows.values())
