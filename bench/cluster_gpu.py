@@ -625,7 +625,7 @@ def launch_client(url: str, jobs_file: str, target: str) -> None:
                     torch.cuda.synchronize()
                 counts["launched"] += 1
                 out = {n: (dev[n].cpu() if gpu else torch.from_numpy(arrays[n])) for n in arrays}
-                err = check(job, resolved, inputs, out, cfg)
+                err = check(job, resolved, inputs, out)
                 counts["checked"] += 1
                 if err is not None:
                     counts["wrong"].append(f"job {job['id']} ({job['family']} {job['shape']}): {err}")
@@ -638,7 +638,7 @@ def launch_client(url: str, jobs_file: str, target: str) -> None:
     print(json.dumps(counts))
 
 
-def check(job: dict, resolved: Any, x: dict, out: dict, cfg: dict) -> str | None:
+def check(job: dict, resolved: Any, x: dict, out: dict) -> str | None:
     """The kernel's output against torch's on the same inputs (float64 on the host); None when it agrees."""
     import torch
 
@@ -785,6 +785,17 @@ def submit_all(cluster: Cluster, jobs: list[Job], tag: str, clients: int, pace_s
     return procs, outs
 
 
+def wait_clients(procs: list[subprocess.Popen], timeout: float) -> None:
+    """Until the submitting clients exit; one still submitting after `timeout` is stopped (what it wrote stays)."""
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+
+
 def read_submits(outs: list[Path]) -> list[dict]:
     lines = []
     for out in outs:
@@ -805,8 +816,7 @@ def scaling_round(
     http = cluster.http()
     t0 = time.monotonic()
     procs, outs = submit_all(cluster, jobs, f"round{n}", clients=min(4, len(jobs)))
-    for p in procs:
-        p.wait(timeout)
+    wait_clients(procs, timeout)
     lines = read_submits(outs)
     ids = {x["id"] for x in lines if x["id"] is not None}
     by_tag = {x["tag"]: x["id"] for x in lines}
@@ -900,8 +910,7 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
     time.sleep(a.fault_gap)
     for out in outs:
         Path(str(out) + ".stop").touch()
-    for p in procs:
-        p.wait(max(1.0, deadline - time.monotonic()))
+    wait_clients(procs, max(1.0, deadline - time.monotonic()))
     lines = read_submits(outs)
     for line in lines:
         if line["id"] is not None:
