@@ -829,6 +829,7 @@ def scaling_round(
     unfinished = [i for i in ids if rows.get(i, {}).get("state") not in FINISHED]
     for i in unfinished:  # the round ran out of time: its leftovers would slow the next round down
         http.post(f"{cluster.url}/v1/tune-jobs/{i}/cancel")
+        accepted.pop(i, None)  # cancelled by the drill: not lost, not launched by the client
     http.close()
     row = {"workers": n, "jobs": len(jobs), "accepted": len(ids), "done": len(done), "seconds": seconds,
            "jobs_per_min": 60 * len(done) / seconds, "unfinished_at_timeout": len(unfinished),
