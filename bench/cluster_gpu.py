@@ -1237,6 +1237,9 @@ def main() -> None:
         if gpus < need:
             sys.exit(f"{need} workers need as many GPUs; this machine has {gpus}")
         a.client_gpu = a.client_gpu if a.client_gpu >= 0 else gpus - 1
+    # `timeout` (or a device call's limit) sends SIGTERM: leave through drill()'s cleanup, which stops the servers
+    # and workers (each in a session of its own: nothing else would end them, or free their GPUs)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = drill(a)
     ok = report(result)
     if a.json:
