@@ -504,10 +504,13 @@ class JobMaker:
 # ---- clients in other processes -----------------------------------------------------------------------
 
 
-def submit_client(url: str, jobs_file: str, out_file: str, pace_s: float, deadline_s: float) -> None:
-    """Submits each body of `jobs_file` (a JSON list of [tag, body]), one every `pace_s`, until the list ends or
-    a file `out_file`.stop appears; a 503 (or no answer) is tried again after its Retry-After until `deadline_s`;
-    one JSON line per job to `out_file`: its tag, status, job id, and every refusal on the way."""
+def submit_client(
+    url: str, jobs_file: str, out_file: str, pace_s: float, deadline_s: float, max_queued: int
+) -> None:
+    """Submits each body of `jobs_file` (a JSON list of [tag, body]), one every `pace_s` and, with `max_queued`,
+    only while fewer jobs than that wait queued (a stream that keeps the workers busy without outgrowing them),
+    until the list ends or a file `out_file`.stop appears; a 503 (or no answer) is tried again after its
+    Retry-After until `deadline_s`; one JSON line per job to `out_file`: its tag, status, id, and every refusal."""
     import httpx
 
     bodies = json.loads(Path(jobs_file).read_text())
@@ -515,11 +518,27 @@ def submit_client(url: str, jobs_file: str, out_file: str, pace_s: float, deadli
     stop = Path(out_file + ".stop")
     with httpx.Client(timeout=30) as http, open(out_file, "a") as out:
         for tag, body in bodies:
+            while (
+                max_queued
+                and not stop.exists()
+                and time.time() < deadline
+                and _queued(http, url, max_queued) >= max_queued
+            ):
+                time.sleep(0.25)
             if stop.exists():
                 return
             out.write(json.dumps({"tag": tag, **_submit_one(http, url, body, deadline)}) + "\n")
             out.flush()
             time.sleep(pace_s)
+
+
+def _queued(http: Any, url: str, limit: int) -> int:
+    """Jobs waiting queued (up to `limit`); 0 when the API cannot say (it is the submit that meets the outage)."""
+    try:
+        r = http.get(url + "/v1/tune-jobs", params={"state": "queued", "limit": limit})
+    except Exception:  # noqa: BLE001
+        return 0
+    return len(r.json()) if r.status_code == 200 else 0
 
 
 def _submit_one(http: Any, url: str, body: dict, deadline: float) -> dict:
@@ -765,7 +784,7 @@ class Cluster:
 
 
 def submit_all(cluster: Cluster, jobs: list[Job], tag: str, clients: int, pace_s: float = 0.0,
-               deadline_s: float = 120.0) -> tuple[list[subprocess.Popen], list[Path]]:  # fmt: skip
+               deadline_s: float = 120.0, max_queued: int = 0) -> tuple[list[subprocess.Popen], list[Path]]:  # fmt: skip
     """Start `clients` submitting processes over `jobs` (round-robin); their processes and output files."""
     procs, outs = [], []
     for c in range(clients):
@@ -775,7 +794,9 @@ def submit_all(cluster: Cluster, jobs: list[Job], tag: str, clients: int, pace_s
         src = cluster.home / f"{tag}-{c}.in.json"
         out = cluster.home / f"{tag}-{c}.out.jsonl"
         src.write_text(json.dumps(mine))
-        cmd = _client_cmd("submit-client", cluster.url, str(src), str(out), str(pace_s), str(deadline_s))
+        cmd = _client_cmd(
+            "submit-client", cluster.url, str(src), str(out), str(pace_s), str(deadline_s), str(max_queued)
+        )
         procs.append(
             subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=open(cluster.home / f"{tag}-{c}.err", "w")
@@ -861,8 +882,10 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
     cluster.event(f"submitted the out-of-bounds job {oob_id} (configs SHIFT={FAR}, then SHIFT=0)")
     victim_id = _submit_now(cluster, http, maker.next("handback"), accepted)
     stream = maker.batch(a.fault_jobs)
-    procs, outs = submit_all(cluster, stream, "faults", clients=1, pace_s=a.fault_pace, deadline_s=budget_s)
-    cluster.event(f"a client submits up to {len(stream)} jobs, one every {a.fault_pace:g} s, retrying 503s")
+    procs, outs = submit_all(cluster, stream, "faults", clients=1, pace_s=a.fault_pace, deadline_s=budget_s,
+                             max_queued=n)  # fmt: skip
+    cluster.event(f"a client submits up to {len(stream)} jobs, one every {a.fault_pace:g} s while fewer than {n} "
+                  f"wait queued, retrying 503s")  # fmt: skip
 
     # 1. a worker SIGKILLed between two trials of a tune (a job that ended before it was seen there: another)
     between = lambda j: j["state"] == "running" and 1 <= j["trials_done"] < j["trials_planned"]  # noqa: E731
@@ -1125,11 +1148,18 @@ def drill(a: argparse.Namespace) -> dict:
             budget = min(a.fault_timeout, end - a.client_timeout - a.final_timeout - time.monotonic())
             result["faults"] = fault_phase(cluster, maker, accepted, max(60.0, budget))
         http = cluster.http()
-        rows = cluster.wait_done(http, set(accepted), a.final_timeout)
+        # the last jobs: the final wait, or what is left of the budget but the client's share when that is more
+        rows = cluster.wait_done(
+            http, set(accepted), max(a.final_timeout, end - a.client_timeout - time.monotonic())
+        )
         http.close()
-        lost = {i: rows.get(i, {}).get("state") for i in accepted if rows.get(i, {}).get("state") != "done"}
-        cluster.event(f"{len(accepted) - len(lost)} of {len(accepted)} accepted jobs done")
-        result["accepted"], result["lost"] = len(accepted), lost
+        states = {i: rows.get(i, {}).get("state", "gone") for i in accepted}
+        # lost: failed, cancelled or gone; unfinished: still queued or running when the drill's time ran out
+        lost = {i: st for i, st in states.items() if st not in ("done", "queued", "running")}
+        unfinished = {i: st for i, st in states.items() if st in ("queued", "running")}
+        cluster.event(f"{list(states.values()).count('done')} of {len(accepted)} accepted jobs done"
+                      + (f"; {len(unfinished)} unfinished when the time ran out" if unfinished else ""))  # fmt: skip
+        result["accepted"], result["lost"], result["unfinished"] = len(accepted), lost, unfinished
         result["ledger"] = ledger(cluster)
         cluster.scale_to(0)
         result["client"] = client_phase(cluster, accepted)
@@ -1163,9 +1193,11 @@ def report(result: dict) -> bool:
         ok &= f["exactly_once"]["ok"] and f["oob"]["ok"]
         print(f"exactly once: {'yes' if f['exactly_once']['ok'] else 'NO'}; "
               f"out-of-bounds job: {'trial failed, worker went on' if f['oob']['ok'] else 'NO'}")  # fmt: skip
+    unfinished = result["unfinished"]
     print(f"\naccepted {result['accepted']} jobs; lost: {len(result['lost'])}" +
-          (f" {result['lost']}" if result["lost"] else ""))  # fmt: skip
-    ok &= not result["lost"]
+          (f" {result['lost']}" if result["lost"] else "") +
+          (f"; unfinished when the time ran out: {len(unfinished)} {unfinished}" if unfinished else ""))  # fmt: skip
+    ok &= not result["lost"] and not unfinished
     g = result["ledger"]
     print(f"database: jobs {g['by_state']}; taken up more than once {g['taken_up_more_than_once']}, sent more than "
           f"once {g['sent_more_than_once']}; tuning keys with two jobs {g['keys_with_two_jobs']}; "
@@ -1197,7 +1229,7 @@ def main() -> None:
         "--fault-jobs", type=int, default=60, help="the most jobs the fault phase's client submits"
     )
     ap.add_argument(
-        "--fault-pace", type=float, help="seconds between its submits (default 0.5 on cuda, 2 on cpu)"
+        "--fault-pace", type=float, help="seconds between its submits (default 0.25 on cuda, 1 on cpu)"
     )
     ap.add_argument("--fault-gap", type=float, default=2.0, help="seconds between two faults")
     ap.add_argument("--outage-s", type=float, default=4.0, help="how long Redis and PostgreSQL stay down")
@@ -1217,20 +1249,25 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the working directory (logs, databases)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument(
-        "--submit-client", nargs=5, metavar=("URL", "IN", "OUT", "PACE", "DEADLINE"), help=argparse.SUPPRESS
+        "--submit-client",
+        nargs=6,
+        metavar=("URL", "IN", "OUT", "PACE", "DEADLINE", "MAX_QUEUED"),
+        help=argparse.SUPPRESS,
     )
     ap.add_argument("--launch-client", nargs=3, metavar=("URL", "IN", "TARGET"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.submit_client:
-        url, src, out, pace, deadline = a.submit_client
-        submit_client(url, src, out, float(pace), float(deadline))
+        url, src, out, pace, deadline, max_queued = a.submit_client
+        submit_client(url, src, out, float(pace), float(deadline), int(max_queued))
         return
     if a.launch_client:
         launch_client(*a.launch_client)
         return
     a.worker_counts = [int(x) for x in a.workers.split(",")]
     a.families = [f for f in a.families.split(",") if f]
-    a.fault_pace = a.fault_pace if a.fault_pace is not None else (0.5 if a.target.startswith("cuda") else 2.0)
+    a.fault_pace = (
+        a.fault_pace if a.fault_pace is not None else (0.25 if a.target.startswith("cuda") else 1.0)
+    )
     if a.target.startswith("cuda"):
         gpus = gpu_count()
         need = max(a.worker_counts + ([2] if a.faults else []))  # a killed worker's job finishes on another
