@@ -1166,9 +1166,25 @@ def drill(a: argparse.Namespace) -> dict:
     finally:
         result["timeline"] = cluster.timeline
         cluster.stop()
+        if a.logs:
+            save_logs(home, Path(a.logs))
         if not a.keep:
             shutil.rmtree(home, ignore_errors=True)
     return result
+
+
+def save_logs(home: Path, tarball: Path) -> None:
+    """The API's, workers' and servers' logs (the last 200 KB of each) in one .tar.gz: a device call brings back
+    a few files only."""
+    import io
+    import tarfile
+
+    with tarfile.open(tarball, "w:gz") as tar:
+        for log in sorted(home.glob("*.log")):
+            data = log.read_bytes()[-200_000:]
+            info = tarfile.TarInfo(log.name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
 
 
 def report(result: dict) -> bool:
@@ -1248,6 +1264,7 @@ def main() -> None:
     )
     ap.add_argument("--keep", action="store_true", help="keep the working directory (logs, databases)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--logs", help="write the API's, workers' and servers' logs into this .tar.gz at the end")
     ap.add_argument(
         "--submit-client",
         nargs=6,
