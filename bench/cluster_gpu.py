@@ -913,25 +913,36 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
     )
 
     # 2. Redis SIGKILLed (no persistence: every message in it is lost), started again
+    retry: list[Job] = []
     time.sleep(a.fault_gap)
     cluster.redis.kill()
     cluster.event("SIGKILL redis")
-    report["redis_down_healthz"] = probe(http, cluster.url + "/healthz")
+    report["redis_down"] = {"POST /v1/tune-jobs": probe_submit(cluster, http, maker.next(), retry, accepted),
+                            "GET /healthz": probe(http, cluster.url + "/healthz")}  # fmt: skip
     time.sleep(a.outage_s)
     cluster.redis.start()
-    cluster.event(f"redis started again (/healthz while down: {report['redis_down_healthz']})")
+    cluster.event(f"redis started again (while down: {report['redis_down']})")
 
     # 3. PostgreSQL stopped, started again: the API answers 503 with Retry-After meanwhile
     time.sleep(a.fault_gap)
     cluster.event("PostgreSQL: fast shutdown")
     cluster.pg.stop()
     cluster.event("PostgreSQL stopped")
-    report["db_down"] = {"GET /v1/tune-jobs": probe(http, cluster.url + "/v1/tune-jobs?limit=1"),
+    report["db_down"] = {"POST /v1/tune-jobs": probe_submit(cluster, http, maker.next(), retry, accepted),
+                         "GET /v1/tune-jobs": probe(http, cluster.url + "/v1/tune-jobs?limit=1"),
                          "GET /healthz": probe(http, cluster.url + "/healthz")}  # fmt: skip
     time.sleep(a.outage_s)
     cluster.pg.start()
     cluster.event(f"PostgreSQL started again (while down: {report['db_down']})")
 
+    # the drill's own submits that the outages refused, sent again now as a client's retry would be
+    resent: set[int] = set()
+    for refused in retry:
+        sent = _submit_one(http, cluster.url, refused.body, time.time() + 30)
+        if sent["id"] is not None:
+            accepted[sent["id"]] = refused
+            resent.add(sent["id"])
+        cluster.event(f"a submit refused during an outage, sent again: {sent['status']} (job {sent['id']})")
     time.sleep(a.fault_gap)
     for out in outs:
         Path(str(out) + ".stop").touch()
@@ -944,6 +955,7 @@ def fault_phase(cluster: Cluster, maker: JobMaker, accepted: dict[int, Job], bud
         {x["id"] for x in lines if x["id"] is not None}
         | {oob_id, victim_id}
         | {i for i, j in accepted.items() if j.family == "handback"}
+        | resent
     )
     report["submits"] = refusals_report(cluster, lines)
     rows = cluster.wait_done(http, ids, max(5.0, deadline - time.monotonic()))
@@ -987,6 +999,23 @@ def refusals_report(cluster: Cluster, lines: list[dict]) -> dict:
     cluster.event(f"the stream client submitted {len(lines)} jobs: {accepted} accepted")
     return {"submitted": len(lines), "accepted": accepted, "refused": {k: len(v) for k, v in groups.items()},
             "never_accepted": [x["tag"] for x in lines if x["id"] is None]}  # fmt: skip
+
+
+def probe_submit(cluster: Cluster, http: Any, job: Job, retry: list[Job], accepted: dict[int, Job]) -> str:
+    """A submit during an outage: its answer and how long it took (a refused one is sent again after the outage)."""
+    t0 = time.monotonic()
+    try:
+        r = http.post(cluster.url + "/v1/tune-jobs", json=job.body, timeout=30)
+    except Exception as exc:  # noqa: BLE001
+        retry.append(job)
+        return type(exc).__name__
+    took = time.monotonic() - t0
+    if r.status_code in (200, 202):  # accepted after all (the outage had not begun for it)
+        accepted[r.json()["id"]] = job
+        return f"{r.status_code} accepted as job {r.json()['id']} in {took:.2f} s"
+    retry.append(job)
+    error = r.json().get("error") if r.headers.get("content-type", "").startswith("application/json") else ""
+    return f"{r.status_code} {error} Retry-After={r.headers.get('retry-after')} in {took:.2f} s"
 
 
 def probe(http: Any, url: str) -> str:
