@@ -68,7 +68,7 @@ def _tune_job(job_id: int) -> str:
     except OperationalError as exc:
         # the database is away: a task that raised would be acked and its job left queued for good, so the
         # message goes back to the queue (after a pause, not a hot loop) and the job runs once it is back;
-        # the claim makes a repeat harmless
+        # the claim makes a repeat harmless (and a take the outage interrupted was given back uncounted)
         log.warning(
             "job %s: the database is unavailable; the job goes back to the queue in %s s", job_id, RETRY_S
         )

@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -124,8 +125,30 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
     beat.start()
     try:
         return _run(ctx, job_id, beat)
+    except OperationalError:  # the database went away mid-take: the caller sends the job round again
+        beat.stop()
+        give_back(ctx, job_id)
+        raise
     finally:
         beat.stop()
+
+
+def give_back(ctx: WorkerContext, job_id: int, wait_s: float = store.RETRY_S) -> bool:
+    """After the database went away under a take: once it answers again (within wait_s) the job is queued again and
+    the take not counted. max_deliveries counts takes that killed their worker or lost their lease; an outage is
+    neither, and three restarts of PostgreSQL must not fail a job as "taken up 3 times". False when it stayed
+    away: the take stays counted (the lease lapses and the reaper sends the job again)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            released = ctx.write(lambda s: store.release(s, job_id, worker=ctx.worker))
+            log.info("job %s: given back after a database outage (%s)", job_id, "uncounted" if released else "taken already")
+            return released
+        except OperationalError:
+            if time.monotonic() >= deadline:
+                log.warning("job %s: the database is still away; its take stays counted", job_id)
+                return False
+            time.sleep(0.5)
 
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:

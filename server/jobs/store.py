@@ -107,6 +107,16 @@ def claim(session: Session, job_id: int, *, worker: str, lease_s: float, max_del
     return Claim("run", job.deliveries)
 
 
+def release(session: Session, job_id: int, *, worker: str) -> bool:
+    """Give back a take that the database interrupted: the job queued again and the take not counted (the next
+    claim counts its own). Only while `worker` still holds it (running, or queued by the reaper meanwhile); False
+    when another worker took it or it finished."""
+    done = session.execute(update(TuneJob).where(TuneJob.id == job_id, TuneJob.worker == worker,
+                                                 TuneJob.state.in_(ACTIVE), TuneJob.deliveries > 0)
+                           .values(state="queued", deliveries=TuneJob.deliveries - 1))  # fmt: skip
+    return done.rowcount == 1
+
+
 def _end(job: TuneJob, state: str, error: str | None = None) -> None:
     job.state, job.active_key, job.finished_at = state, None, now()
     if error is not None:

@@ -475,3 +475,38 @@ async def test_resend_backs_off_and_two_reapers_never_both_send(make_client, dat
         assert (
             state.write_sync(lambda s: store.heartbeat(s, job_id, worker="w")) == "queued"
         )  # the worker stops
+
+
+async def test_a_take_the_database_interrupted_is_given_back_uncounted(make_client, monkeypatch) -> None:  # noqa: ANN001
+    """A tune whose database went away mid-take: once it answers again the job is queued again and the take is not
+    counted, so outages never add up to max_deliveries (found by bench/cluster_gpu.py's PostgreSQL restart: each
+    running job was charged a take). A database that stays away leaves the take counted."""
+    from sqlalchemy.exc import OperationalError
+
+    from tilec.server.db.models import TuneJob
+    from tilec.server.jobs import runner, store
+
+    async with make_client() as client:
+        state = client.app.state.tilec  # type: ignore[attr-defined]
+        kernel = (await client.post("/v1/kernels", json={"ir": ADD_IR})).json()
+        values = {"kernel_key": kernel["key"], "tuning_key": "g" * 64, "key_values": "", "dtypes": "", "target": "cpu",
+                  "strategy": "halving", "request": {}, "trials_planned": 1, "submitted_by": None}  # fmt: skip
+        job_id = state.write_sync(lambda s: store.create_job(s, values=values)[0].id)
+        ctx = runner.WorkerContext(settings=state.settings, rw=state.rw)
+
+        def away(*_args: object, **_kw: object) -> None:
+            raise OperationalError("UPDATE tune_jobs", {}, Exception("server closed the connection unexpectedly"))
+
+        def row() -> tuple[str, int]:
+            job = state.read_sync(lambda s: s.get_one(TuneJob, job_id))
+            return job.state, job.deliveries
+
+        monkeypatch.setattr(runner, "_run", away)  # each take meets the outage after its claim
+        for _ in range(2 * state.settings.max_deliveries):
+            with pytest.raises(OperationalError):
+                runner.run_job(ctx, job_id)
+            assert row() == ("queued", 0)
+        assert state.write_sync(lambda s: store.claim(s, job_id, worker=ctx.worker, lease_s=6, max_deliveries=3)).decision == "run"
+        monkeypatch.setattr(store, "release", away)  # and now it stays away
+        assert runner.give_back(ctx, job_id, wait_s=0.2) is False
+        assert row() == ("running", 1)

@@ -1,8 +1,9 @@
 """GET /healthz: liveness, with the database and the broker each checked on a connection of its own (never the
 requests' pool, never the request thread pool) under its own short timeout, and reported each; no token needed.
 
-503 only when the database cannot be reached (the service can answer nothing); a busy pool is not an outage,
-and a broker that is down leaves lookups and downloads working (`status: degraded`, `broker: unavailable`).
+503 (with Retry-After) only when the database cannot be reached (the service can answer nothing); a busy pool is
+not an outage, and a broker that is down leaves lookups and downloads working (`status: degraded`,
+`broker: unavailable`).
 """
 
 from __future__ import annotations
@@ -51,4 +52,6 @@ async def healthz(state: StateDep) -> JSONResponse:
     status = 200 if db == "ok" else 503
     ok = db == "ok" and broker in (None, "ok")
     body = HealthPublic(status="ok" if ok else "degraded", database=db, broker=broker, compiler_version=compiler_version())
-    return JSONResponse(body.model_dump(), status_code=status)
+    # a 503 says when to look again, as every other 503 of the service does (a load balancer's or a client's retry)
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
