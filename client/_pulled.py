@@ -1,0 +1,75 @@
+"""TILEC_INDEX=DIR[:DIR...]: directories `tilec pull` wrote, consulted by every `tilec.jit` kernel (and so
+by the drop-in and the Inductor backend) before its disk cache, its server or a compile. A plain build is
+found by its build (kernel key, specialisation, config, target); an autotuned launch by its tuning key,
+whose pulled config is then launched. Each binary is verified as load_index verifies it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from tilec.compiler.artifact import Artifact
+
+_STATE: dict[str, Any] = {"builds": None, "env": None}
+_LOCK = threading.Lock()
+
+
+def _where_key(where: dict[str, str]) -> str:
+    from tilec.wire import canonical_json
+
+    return canonical_json({k: where[k] for k in ("kernel_key", "key", "dtypes", "target")}).decode()
+
+
+class PulledBuilds:
+    """The entries of one or more pulled directories, by build and by tuning key."""
+
+    def __init__(self, directories: list[Path], trusted: Any = None) -> None:
+        from ._fetch import Build
+        from ._index import _Entry, read_index
+
+        self.by_build: dict[str, Any] = {}
+        self.by_tuning: dict[str, dict[str, Any]] = {}
+        self._trusted = trusted
+        self._trusted_ready = trusted is not None
+        for directory in directories:
+            for data in read_index(directory)["entries"]:
+                entry = _Entry(data, directory)
+                spec = data["spec"]
+                build = Build(data["kernel_key"], dict(spec.get("signature") or {}), dict(spec.get("constexprs") or {}),
+                              dict(spec.get("hints") or {}), data["config"], data["target"])  # fmt: skip
+                self.by_build.setdefault(build.index_key(), entry)
+                tuning = data.get("tuning")
+                if isinstance(tuning, dict) and all(isinstance(tuning.get(k), str) for k in ("kernel_key", "key", "dtypes", "target")):
+                    self.by_tuning.setdefault(_where_key(tuning), data["config"])
+
+    def trusted(self) -> Any:
+        if not self._trusted_ready:
+            from ._verify import TrustedKeys
+
+            self._trusted = TrustedKeys.from_env()
+            self._trusted_ready = True
+        return self._trusted
+
+    def artifact(self, build: Any) -> Artifact | None:
+        """The pulled, verified build, or None when no directory holds it."""
+        entry = self.by_build.get(build.index_key())
+        return None if entry is None else entry.load(build.target, self.trusted())
+
+    def tuned_config(self, where: dict[str, str]) -> dict[str, Any] | None:
+        """The config pulled for a tuning key ({"kwargs", "num_warps", "num_stages"}), or None."""
+        return self.by_tuning.get(_where_key(where))
+
+
+def pulled() -> PulledBuilds | None:
+    """The builds of TILEC_INDEX's directories (read again when the variable changes), or None when unset."""
+    value = os.environ.get("TILEC_INDEX") or ""
+    if _STATE["env"] == value:
+        return _STATE["builds"]
+    with _LOCK:
+        dirs = [Path(p) for p in value.split(os.pathsep) if p]
+        _STATE["builds"] = PulledBuilds(dirs) if dirs else None
+        _STATE["env"] = value
+        return _STATE["builds"]
