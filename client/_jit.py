@@ -205,6 +205,8 @@ class JITKernel:
             return art, "pulled"
         if self.builds is None:
             return None, "here"
+        if _strict.strict_mode() != "off":  # the server serves what it holds; a compile it would make is a miss
+            self.builds.compiling = False
         return self.builds.get(build, self.source, self.name, tuned, self.kind)
 
     def compile(self, signature: dict, constexprs: dict, hints: dict, options: CompileOptions, emit: str) -> Artifact:
@@ -429,7 +431,8 @@ class JITKernel:
             self.best_configs[key] = configs[0]
             return configs[0], []
         where = self._where.get(key)
-        _strict.miss(self, "tune", target, {"signature": where_signature(self, bound), "tuning": where},
+        given = {p.name: bound[p.name] for p in self.params if p.constexpr and p.name in bound and _wire_value(bound[p.name])}
+        _strict.miss(self, "tune", target, {"signature": where_signature(self, bound), "constexprs": given, "tuning": where},
                      launch=self._launches.get(_where_id(where)) if where else None)  # fmt: skip
         _strict.count("tunes")
         self._tuning = True

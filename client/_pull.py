@@ -460,7 +460,8 @@ def plan_record(path: Path, target: str) -> list[Recorded]:
                       normal_config(config.get("kwargs") or {}, config.get("num_warps"), config.get("num_stages")), target)  # fmt: skip
         params = [{"name": p.name, "constexpr": bool(p.constexpr)} for p in ks.params]
         key_names = list(ks.autotune.key) if ks.autotune is not None else []
-        planned.append(Recorded(RecordedEntry(number, e["name"]), src["text"], src["kind"], e["kernel_key"], params,
+        label = "launched" if not e["variant"] else "variant " + _hints_text(e["hints"])
+        planned.append(Recorded(RecordedEntry(number, e["name"], label), src["text"], src["kind"], e["kernel_key"], params,
                                 key_names, build, e.get("tuning"), e.get("launch"), e["variant"]))  # fmt: skip
     return planned
 
@@ -506,6 +507,10 @@ class RecordPuller(Puller):
     def pull(self, planned: list[Any]) -> PullReport:
         jobs: list[tuple[Any, Any]] = []
         queued: dict[str, Any] = {}  # one job per tuning key
+        launches: dict[str, dict] = {}  # a tuning key's launch description, from any entry that has one
+        for p in planned:
+            if p.tuning is not None and p.launch is not None:
+                launches.setdefault(json.dumps(p.tuning, sort_keys=True), p.launch)
         for p in planned:
             self.on_step(f"{p.entry.name}: looking up")
             found = self._find(p)
@@ -513,12 +518,12 @@ class RecordPuller(Puller):
                 self._keep(p, *found)
                 continue
             if p.tuning is not None and self.compile_missing and found.startswith("no tuning result"):
-                if p.launch is None:
+                tk = json.dumps(p.tuning, sort_keys=True)
+                if tk not in launches:
                     found += " (the record has no launch description to tune it from)"
                 else:
-                    tk = json.dumps(p.tuning, sort_keys=True)
                     if tk not in queued:
-                        queued[tk] = self._submit(p)
+                        queued[tk] = self._submit(p, launches[tk])
                     jobs.append((p, queued[tk]))
                     continue
             self.report.missing.append(Missing(p.entry.name, p.entry.file, found))
@@ -534,7 +539,7 @@ class RecordPuller(Puller):
                 self._keep(p, *found)
         return self.report
 
-    def _submit(self, p: Any) -> Any:
+    def _submit(self, p: Any, launch: dict | None = None) -> Any:
         from tilec.wire import TuneJobCreate
 
         from ._fetch import kernel_input
@@ -542,7 +547,7 @@ class RecordPuller(Puller):
         tuned = set(p.build.config.get("kwargs") or {})
         body = TuneJobCreate(**kernel_input(p.source, p.source_kind), name=p.entry.name, signature=p.build.signature,
                              constexprs={k: v for k, v in p.build.constexprs.items() if k not in tuned},
-                             launch=p.launch, target=self.target)  # fmt: skip
+                             launch=launch or p.launch, target=self.target)  # fmt: skip
         self.on_step(f"{p.entry.name}: queueing a tune job")
         job = self.client.submit_tune(body)
         self.on_job(job)
@@ -557,7 +562,13 @@ class RecordPuller(Puller):
             self.report.downloaded += 1
         else:
             self.report.up_to_date += 1
-        _write_if_changed(self.out / "manifests" / f"{body.sha256}.json", got.manifest.model_dump_json().encode())
+        from ._cache import _is_sha
+
+        if not _is_sha(body.artifact_id):  # it names a file: checked before a path is made of it
+            raise VerificationError(f"artifact id {body.artifact_id[:80]!r} is not a key")
+        text = got.manifest.model_dump_json().encode()
+        _write_if_changed(self.out / "manifests" / f"{body.sha256}.json", text)
+        _write_if_changed(self.out / "manifests" / f"{body.artifact_id}.json", text)  # checked a key by fetch
         entry = {"name": p.entry.name, "file": p.entry.file, "kind": p.kind, "kernel_key": body.kernel_key,
                  "key": (p.tuning or {}).get("key", ""), "config": body.config, "spec": body.spec,
                  "dtypes": (p.tuning or {}).get("dtypes") or _dtypes_of(p), "sha256": body.sha256,
@@ -569,6 +580,10 @@ class RecordPuller(Puller):
         if tuning_key is not None:
             entry["tuning_key"] = tuning_key
         self.report.entries.append(entry)
+
+
+def _hints_text(hints: dict[str, dict]) -> str:
+    return "{" + ", ".join(f"{n}: " + ",".join(f"{k}={v}" for k, v in h.items()) for n, h in sorted(hints.items())) + "}"
 
 
 def _untuned(constexprs: dict[str, Any], config: dict) -> dict[str, Any]:

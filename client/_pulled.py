@@ -1,7 +1,9 @@
 """TILEC_INDEX=DIR[:DIR...]: directories `tilec pull` wrote, consulted by every `tilec.jit` kernel (and so
 by the drop-in and the Inductor backend) before its disk cache, its server or a compile. A plain build is
 found by its build (kernel key, specialisation, config, target); an autotuned launch by its tuning key,
-whose pulled config is then launched. Each binary is verified as load_index verifies it.
+whose pulled config is then launched. A call whose hints (alignment, divisibility, == 1) no pulled build has
+exactly runs the most specialised pulled build of its specialisation whose hints it has. Each
+binary is verified as load_index verifies it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ def _where_key(where: dict[str, str]) -> str:
     return canonical_json({k: where[k] for k in ("kernel_key", "key", "dtypes", "target")}).decode()
 
 
+def _family(build: Any) -> str:
+    from dataclasses import replace
+
+    return replace(build, hints={}).index_key()
+
+
 class PulledBuilds:
     """The entries of one or more pulled directories, by build and by tuning key."""
 
@@ -32,6 +40,7 @@ class PulledBuilds:
 
         self.by_build: dict[str, Any] = {}
         self.by_tuning: dict[str, dict[str, Any]] = {}
+        self.by_family: dict[str, list[tuple[dict, Any]]] = {}  # the builds of one specialisation but its hints
         self._trusted = trusted
         self._trusted_ready = trusted is not None
         for directory in directories:
@@ -41,6 +50,7 @@ class PulledBuilds:
                 build = Build(data["kernel_key"], dict(spec.get("signature") or {}), dict(spec.get("constexprs") or {}),
                               dict(spec.get("hints") or {}), data["config"], data["target"])  # fmt: skip
                 self.by_build.setdefault(build.index_key(), entry)
+                self.by_family.setdefault(_family(build), []).append((build.hints, entry))
                 tuning = data.get("tuning")
                 if isinstance(tuning, dict) and all(isinstance(tuning.get(k), str) for k in ("kernel_key", "key", "dtypes", "target")):
                     self.by_tuning.setdefault(_where_key(tuning), data["config"])
@@ -55,8 +65,15 @@ class PulledBuilds:
 
     def artifact(self, build: Any) -> Artifact | None:
         """The pulled, verified build, or None when no directory holds it."""
-        entry = self.by_build.get(build.index_key())
+        entry = self.by_build.get(build.index_key()) or self._weaker(build)
         return None if entry is None else entry.load(build.target, self.trusted())
+
+    def _weaker(self, build: Any) -> Any:
+        """The build of the same specialisation whose hints the call has, the most of them: hints are promises
+        about the arguments (aligned, divisible by 16, equal to 1), so a build that assumes fewer runs the call."""
+        fits = [(sum(len(h) for h in hints.values()), entry) for hints, entry in self.by_family.get(_family(build), [])
+                if all(build.hints.get(n, {}).get(k) == v for n, h in hints.items() for k, v in h.items())]
+        return max(fits, key=lambda f: f[0])[1] if fits else None
 
     def tuned_config(self, where: dict[str, str]) -> dict[str, Any] | None:
         """The config pulled for a tuning key ({"kwargs", "num_warps", "num_stages"}), or None."""

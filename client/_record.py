@@ -80,7 +80,8 @@ class Recorder:
 def variants(entry: dict[str, Any]) -> list[dict[str, dict]]:
     """The hint sets of the specialisations a warm-up may not hit: each runtime parameter taken alone to
     the other hints it can have (a pointer aligned or not; an int divisible by 16, equal to 1, or neither),
-    the others as launched. One parameter at a time: the product of every parameter's would be 3^n."""
+    the others as launched, and the build with no hints at all. One parameter at a time (the product of every
+    parameter's would be 3^n): a call that differs in several runs the pulled build whose hints it has."""
     hints = entry["hints"]
     out = []
     for name, ty in entry["signature"].items():
@@ -97,6 +98,8 @@ def variants(entry: dict[str, Any]) -> list[dict[str, dict]]:
             if choice:
                 changed[name] = choice
             out.append(changed)
+    if hints and {} not in [h for h in out]:
+        out.append({})  # the build with no hints runs any call of the specialisation (client/_pulled.py)
     return out
 
 

@@ -1,0 +1,31 @@
+"""GET /v1/tuning-history/{tuning_key}: each tune's best for a key, by GPU model and compiler version (the
+page's chart), and GET /v1/tuning-history/slower: the keys whose newest best got slower than under the
+compiler version before, on the same GPU model."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from tilec.wire import HistoryPointPublic, SlowerKeyPublic, Text
+
+from ...db import decisions
+from ..deps import OnceEach, ReadSessionDep, TokenDep
+from .pins import _key
+
+router = APIRouter(prefix="/tuning-history", tags=["tuning"])
+
+
+@router.get("/slower", response_model=list[SlowerKeyPublic], dependencies=[OnceEach])
+def slower(session: ReadSessionDep, _token: TokenDep,
+           target: Annotated[Text | None, Query(max_length=32)] = None) -> list[SlowerKeyPublic]:  # fmt: skip
+    return [SlowerKeyPublic(**d) for d in decisions.slower_keys(session, target=target)]
+
+
+@router.get("/{tuning_key}", response_model=list[HistoryPointPublic])
+def history(tuning_key: Annotated[str, Path(min_length=64, max_length=64)], session: ReadSessionDep,
+            _token: TokenDep, limit: Annotated[int, Query(ge=1, le=500)] = 500) -> list[HistoryPointPublic]:  # fmt: skip
+    rows = decisions.history(session, tkey=_key(tuning_key), limit=limit)
+    return [HistoryPointPublic(gpu_model=h.gpu_model, compiler_version=h.compiler_version, best_time_ms=h.best_time_ms,
+                               config=h.config, recorded_at=h.recorded_at) for h in rows]  # fmt: skip
