@@ -115,7 +115,7 @@ def slower_keys(session: Session, *, target: str | None = None, limit: int = 200
         q = q.where(TuningResult.target == target)
     q = q.order_by(TuningHistory.tuning_key, TuningHistory.recorded_at, TuningHistory.id).limit(50_000)
     series: dict[tuple, list[tuple[TuningHistory, TuningResult]]] = {}
-    for h, r in session.execute(q).tuples():
+    for h, r in session.execute(q):
         series.setdefault((h.tuning_key, h.gpu_model), []).append((h, r))
     out = []
     for (tkey, model), points in series.items():
