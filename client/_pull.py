@@ -564,11 +564,12 @@ class RecordPuller(Puller):
             self.report.up_to_date += 1
         from ._cache import _is_sha
 
-        if not _is_sha(body.artifact_id):  # it names a file: checked before a path is made of it
-            raise VerificationError(f"artifact id {body.artifact_id[:80]!r} is not a key")
+        named = [body.artifact_id] + ([tuning_key] if tuning_key is not None else [])
+        if not all(_is_sha(n) for n in named):  # they name a file: checked before a path is made of them
+            raise VerificationError(f"artifact id {body.artifact_id[:80]!r} or tuning key is not a key")
         text = got.manifest.model_dump_json().encode()
         _write_if_changed(self.out / "manifests" / f"{body.sha256}.json", text)
-        _write_if_changed(self.out / "manifests" / f"{body.artifact_id}.json", text)  # checked a key by fetch
+        _write_if_changed(self.out / "manifests" / f"{'.'.join(named)}.json", text)
         entry = {"name": p.entry.name, "file": p.entry.file, "kind": p.kind, "kernel_key": body.kernel_key,
                  "key": (p.tuning or {}).get("key", ""), "config": body.config, "spec": body.spec,
                  "dtypes": (p.tuning or {}).get("dtypes") or _dtypes_of(p), "sha256": body.sha256,
