@@ -3,8 +3,10 @@ misses reported to the server. A miss is a launch that finds its build (or its t
 (memory, a pulled index, the disk cache, the server) and would compile or tune here.
 
 TILEC_STRICT=1 (or true): a miss raises StrictError, and (the drop-in's older meaning, kept) a kernel
-tilec cannot compile is an error instead of a Triton fallback. TILEC_STRICT=warn: a miss is warned about
-once per specialisation and compiled (or tuned) here all the same. Unset, 0 or false: misses only count.
+tilec cannot compile is an error instead of a Triton fallback; under the drop-in a miss is never handed to
+Triton either (that would be a compile too). TILEC_STRICT=fallback: the drop-in's older meaning alone
+(development: compiles are fine, fallbacks are not). TILEC_STRICT=warn: a miss is warned about once per
+specialisation and compiled (or tuned) here all the same. Unset, 0 or false: misses only count.
 Every miss, in any mode, is reported once per process to the server when one is configured (TILEC_URL,
 or the kernel's `server=`): POST /v1/misses, never a reason for the launch to fail.
 """
@@ -23,14 +25,22 @@ _COUNTS = {"compiles": 0, "tunes": 0, "misses": 0}
 _SEEN: set[str] = set()  # misses warned about or reported in this process (their canonical JSON)
 
 
-def strict_mode() -> str:
-    """"raise", "warn" or "off", from TILEC_STRICT."""
+def _setting() -> str:
     value = os.environ.get("TILEC_STRICT", "").strip().lower()
     if value in ("1", "true", "yes", "on", "raise"):
         return "raise"
-    if value == "warn":
-        return "warn"
-    return "off"
+    return value if value in ("warn", "fallback") else "off"
+
+
+def strict_mode() -> str:
+    """What a miss does, from TILEC_STRICT: "raise", "warn" or "off" ("fallback" leaves misses alone)."""
+    mode = _setting()
+    return "off" if mode == "fallback" else mode
+
+
+def fallback_is_error() -> bool:
+    """TILEC_STRICT=1 or fallback: under the drop-in, a kernel tilec cannot compile is an error, not Triton's."""
+    return _setting() in ("raise", "fallback")
 
 
 def compile_stats() -> dict[str, int]:
