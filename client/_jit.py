@@ -84,7 +84,7 @@ class JITKernel:
         self.cache: dict[tuple, Artifact] = {}
         self.best_configs: dict[tuple, Any] = {}
         self.compile_count = 0  # artifacts this kernel obtained: compiled here, read from disk or fetched
-        self.obtained = {"here": 0, "pulled": 0, "disk": 0, "server": 0}  # ... and where from
+        self.obtained = {"here": 0, "disk": 0, "server": 0}  # ... and where from (disk: a pulled index too)
         self.trials: dict[tuple, list[tuple[dict, float]]] = {}
         self.shared = SharedResults(server) if server is not None else None
         self.builds = ServerBuilds(self.shared, trusted_keys, cache) if self.shared is not None else None
@@ -202,7 +202,7 @@ class JITKernel:
         index = _pulled.pulled()
         art = index.artifact(build) if index is not None else None
         if art is not None:
-            return art, "pulled"
+            return art, "disk"
         if self.builds is None:
             return None, "here"
         if _strict.strict_mode() != "off":  # the server serves what it holds; a compile it would make is a miss

@@ -8,6 +8,7 @@ binary is verified as load_index verifies it.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -19,16 +20,24 @@ _STATE: dict[str, Any] = {"builds": None, "env": None}
 _LOCK = threading.Lock()
 
 
-def _where_key(where: dict[str, str]) -> str:
-    from tilec.wire import canonical_json
+def _key(value: Any) -> str:
+    """A map key for a build or a tuning key: sorted JSON (here, not tilec.wire's: a launch that finds its
+    build needs pydantic only to read the build's manifest, once)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-    return canonical_json({k: where[k] for k in ("kernel_key", "key", "dtypes", "target")}).decode()
+
+def _where_key(where: dict[str, str]) -> str:
+    return _key({k: where[k] for k in ("kernel_key", "key", "dtypes", "target")})
+
+
+def _build_key(build: Any) -> str:
+    return _key([build.kernel_key, build.spec, build.config, build.target])
 
 
 def _family(build: Any) -> str:
     from dataclasses import replace
 
-    return replace(build, hints={}).index_key()
+    return _build_key(replace(build, hints={}))
 
 
 class PulledBuilds:
@@ -49,7 +58,7 @@ class PulledBuilds:
                 spec = data["spec"]
                 build = Build(data["kernel_key"], dict(spec.get("signature") or {}), dict(spec.get("constexprs") or {}),
                               dict(spec.get("hints") or {}), data["config"], data["target"])  # fmt: skip
-                self.by_build.setdefault(build.index_key(), entry)
+                self.by_build.setdefault(_build_key(build), entry)
                 self.by_family.setdefault(_family(build), []).append((build.hints, entry))
                 tuning = data.get("tuning")
                 if isinstance(tuning, dict) and all(isinstance(tuning.get(k), str) for k in ("kernel_key", "key", "dtypes", "target")):
@@ -65,7 +74,7 @@ class PulledBuilds:
 
     def artifact(self, build: Any) -> Artifact | None:
         """The pulled, verified build, or None when no directory holds it."""
-        entry = self.by_build.get(build.index_key()) or self._weaker(build)
+        entry = self.by_build.get(_build_key(build)) or self._weaker(build)
         return None if entry is None else entry.load(build.target, self.trusted())
 
     def _weaker(self, build: Any) -> Any:
