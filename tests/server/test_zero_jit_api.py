@@ -245,3 +245,21 @@ async def test_retune_queues_exactly_the_inventory(make_client: Callable[..., ht
         assert history and all(p["config"]["kwargs"]["BLOCK"] in (64, 256) for p in history)
         assert (await c.get("/v1/tuning-history/" + "z" * 64, headers=h["read"])).status_code == 422
         assert (await c.get("/v1/tuning-history/slower", headers=h["read"])).json() == []
+
+
+async def test_a_new_gpu_model_retunes_its_target_when_the_setting_is_on(make_client: Callable[..., httpx.AsyncClient]) -> None:
+    from tilec.server.jobs.retune import note_gpu_model
+
+    async with make_client(retune_on_change=True) as c:
+        job = await _tuned_key(c)  # on cpu: no GPU model, nothing noted
+        state = c.app.state.tilec  # type: ignore[attr-defined]
+        first = state.write_sync(lambda s: note_gpu_model(s, gpu_model="NVIDIA H100 80GB HBM3", target="cpu", enabled=True))
+        assert first == []  # the first model a server sees is its baseline, not a change
+        again = state.write_sync(lambda s: note_gpu_model(s, gpu_model="NVIDIA H100 80GB HBM3", target="cpu", enabled=True))
+        assert again == []
+        new = state.write_sync(lambda s: note_gpu_model(s, gpu_model="NVIDIA H200", target="cpu", enabled=True))
+        assert [j["tuning_key"] for j in new] == [job["tuning_key"]]
+        off = state.write_sync(lambda s: note_gpu_model(s, gpu_model="NVIDIA B200", target="cpu", enabled=False))
+        assert off == []  # noted, but the setting is off
+        state.executor.submit(new[0]["job_id"], "cpu")
+        await _ended(c, {"id": new[0]["job_id"], "state": "queued"})

@@ -146,7 +146,11 @@ def test_record_pull_strict_pin_retune(tmp_path: Path, uvicorn_server: Callable,
     measured = results['{"n":4096}']
     other = 64 if measured["config"]["kwargs"]["BLOCK"] == 256 else 256
     pin = {"config": {"kwargs": {"BLOCK": other}, "num_warps": 4, "num_stages": 3}, "reason": "team choice"}
-    assert httpx.put(f"{url}/v1/tuning-results/{measured['tuning_key']}/pin", json=pin).status_code == 200
+    done = tilec(tmp_path, "pin", "set", measured["tuning_key"], "--config", f"BLOCK={other},num_warps=4,num_stages=3",
+                 "--reason", pin["reason"], "--server", url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    listed = tilec(tmp_path, "misses", "ls", "--json", "--server", url)
+    assert sorted(m["what"] for m in json.loads(listed.stdout)) == ["compile", "tune"]
     entries = pull(tmp_path, url, "pinned")
     assert {e["config"]["kwargs"]["BLOCK"] for e in entries if e.get("tuning", {}).get("key") == '{"n":4096}'} == {other}
     assert all(e["pinned"] for e in entries if e.get("tuning", {}).get("key") == '{"n":4096}')
@@ -167,6 +171,8 @@ def test_record_pull_strict_pin_retune(tmp_path: Path, uvicorn_server: Callable,
     assert inventory == held and len(held) == 2  # the two tuning keys (n=4096, n=8192), each tuned by a pull's job
     again = uvicorn_server(TILEC_RETUNE_ON_CHANGE="true")
     jobs = httpx.get(f"{again.url}/v1/tune-jobs").json()
+    narrowed = tilec(tmp_path, "retune", "--target", "cpu", "--kernel", "nope", "--json", "--server", again.url)
+    assert narrowed.returncode == 0 and json.loads(narrowed.stdout) == {"queued": [], "skipped": []}
     new_jobs = [j for j in jobs if j["id"] > before]
     assert sorted(j["tuning_key"] for j in new_jobs) == sorted(inventory)
     deadline = time.monotonic() + 120  # let them finish before the database goes
