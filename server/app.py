@@ -62,13 +62,13 @@ REFUSAL_SQLSTATES = ("22", "23", "54")
 async def note_compiler_version(state: AppState) -> None:
     """Remember the compiler version; with TILEC_RETUNE_ON_CHANGE, a new one queues the inventory's retunes.
     A database that is away at start is not this check's to report (the health route says so)."""
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import IntegrityError, OperationalError
     from starlette.concurrency import run_in_threadpool
 
     enabled = state.settings.retune_on_change
     try:
         jobs = await state.write(lambda s: _note_version(s, enabled=enabled))
-    except OperationalError:
+    except (OperationalError, IntegrityError):  # away, or another API process noted it at the same moment
         return
     await run_in_threadpool(_send_jobs, state.executor, jobs)
 
@@ -83,8 +83,8 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        await note_compiler_version(state)
-        tasks = [asyncio.create_task(reap(state)), asyncio.create_task(watch_revocations(state))]
+        tasks = [asyncio.create_task(reap(state)), asyncio.create_task(watch_revocations(state)),
+                 asyncio.create_task(note_compiler_version(state))]  # off the start: it hashes the compiler  # fmt: skip
         yield
         for task in tasks:
             task.cancel()

@@ -170,7 +170,12 @@ def test_record_pull_strict_pin_retune(tmp_path: Path, uvicorn_server: Callable,
     engine.dispose()
     assert inventory == held and len(held) == 2  # the two tuning keys (n=4096, n=8192), each tuned by a pull's job
     again = uvicorn_server(TILEC_RETUNE_ON_CHANGE="true")
+    deadline = time.monotonic() + 60  # the server notes its compiler version just after it starts
     jobs = httpx.get(f"{again.url}/v1/tune-jobs").json()
+    while not any(j["id"] > before for j in jobs):  # one transaction queues them all
+        assert time.monotonic() < deadline, "no retune job was queued"
+        time.sleep(0.2)
+        jobs = httpx.get(f"{again.url}/v1/tune-jobs").json()
     narrowed = tilec(tmp_path, "retune", "--target", "cpu", "--kernel", "nope", "--json", "--server", again.url)
     assert narrowed.returncode == 0 and json.loads(narrowed.stdout) == {"queued": [], "skipped": []}
     new_jobs = [j for j in jobs if j["id"] > before]
