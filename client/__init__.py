@@ -16,6 +16,7 @@ from ._exceptions import (
     GridError,
     KernelAssertionError,
     LaunchError,
+    StrictError,
     TargetError,
     TargetMismatchError,
     TilecError,
@@ -25,6 +26,8 @@ from ._exceptions import (
 )
 from ._index import IndexedKernel, KernelIndex, load_index
 from ._jit import JITKernel
+from ._record import record
+from ._strict import compile_stats
 
 # The HTTP client (httpx, pydantic) loads on first use: a launch from the local cache does not need it.
 _HTTP = ("AsyncClient", "AuthError", "Client", "NotFoundError", "ServiceError", "ServiceUnavailable")
@@ -57,6 +60,7 @@ __all__ = [
     "NotFoundError",
     "ServiceError",
     "ServiceUnavailable",
+    "StrictError",
     "TargetError",
     "TargetMismatchError",
     "TensorDescriptor",
@@ -67,11 +71,13 @@ __all__ = [
     "as_bf16",
     "autotune",
     "cdiv",
+    "compile_stats",
     "heuristics",
     "install",
     "jit",
     "load_index",
     "next_power_of_2",
+    "record",
     "stats",
     "uninstall",
 ]

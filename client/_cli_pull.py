@@ -2,7 +2,8 @@
 with no server. Every signed manifest and binary is verified before it is written. Exit 0 when every
 kernel was pulled, 1 when the server lacks some (listed with why), refused one, or failed, 2 for bad input.
 
-The manifest (TOML), one [[kernel]] table per build, paths relative to it:
+MANIFEST is a record (TILEC_RECORD=FILE, or `tilec manifest merge`: JSON, kernels inline) or a TOML
+file, one [[kernel]] table per build, paths relative to it:
   [[kernel]]
   file = "kernels/add.py"
   name = "add_kernel"
@@ -86,6 +87,16 @@ def _setup(manifest: Path, target: str, trusted_keys: str | None) -> tuple[list[
         parse_target(target)
     except ValueError as exc:
         raise PullInputError(f"--target: {exc}") from None
+    from ._record import is_record
+
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PullInputError(f"{manifest}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    if is_record(text):  # TILEC_RECORD's JSON: kernels carried inline, builds named by their keys
+        from ._pull import plan_record
+
+        return plan_record(manifest, target), pinned(trusted_keys)
     entries = read_manifest(manifest)
     planned = [plan(e, manifest.parent, target) for e in entries]
     return planned, pinned(trusted_keys)
@@ -95,10 +106,11 @@ def _pull(planned: list[Any], server: str, token: str | None, target: str, outpu
           compile_missing: bool) -> Any:  # fmt: skip
     from ._client import Client, ServiceError
     from ._exceptions import VerificationError
-    from ._pull import Puller, write_index
+    from ._pull import Puller, Recorded, RecordPuller, write_index
 
+    kind = RecordPuller if planned and isinstance(planned[0], Recorded) else Puller
     with Client(server, token) as client, _progress(len(planned)) as (step, job):
-        puller = Puller(
+        puller = kind(
             client, output, target, trusted, compile_missing=compile_missing, on_step=step, on_job=job
         )
         try:

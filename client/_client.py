@@ -17,7 +17,19 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
-from tilec.wire import KeyPublic, ManifestPublic, TuneJobCreate, TuneJobPublic
+from tilec.wire import (
+    KeyPublic,
+    ManifestPublic,
+    MissCreate,
+    MissPublic,
+    MissQueuedPublic,
+    PinCreate,
+    PinPublic,
+    RetuneCreate,
+    RetunePublic,
+    TuneJobCreate,
+    TuneJobPublic,
+)
 
 from ._exceptions import TilecError
 from ._models import (
@@ -36,6 +48,7 @@ from ._models import (
 
 _TOKENS = TypeAdapter(list[TokenPublic])
 _JOBS = TypeAdapter(list[TuneJobPublic])
+_MISSES = TypeAdapter(list[MissPublic])
 _KERNELS = TypeAdapter(list[KernelPublic])
 _ARTIFACTS = TypeAdapter(list[ArtifactPublic])
 _RESULTS = TypeAdapter(list[LookupPublic])
@@ -232,6 +245,33 @@ class Client(_Base):
 
     def cancel_tune(self, job_id: int) -> TuneJobPublic:
         return TuneJobPublic.model_validate_json(self._request("POST", f"/v1/tune-jobs/{job_id}/cancel").content)
+
+    # zero compiles in production (issue 27)
+
+    def report_miss(self, body: MissCreate) -> MissPublic:
+        """Tell the server a launch would compile or tune in its process (a read token suffices)."""
+        return MissPublic.model_validate_json(self._request("POST", "/v1/misses", json=_body(body)).content)
+
+    def misses(self, target: str | None = None) -> list[MissPublic]:
+        params = {"target": target} if target else {}
+        return _MISSES.validate_json(self._request("GET", "/v1/misses", params=params).content)
+
+    def queue_miss(self, miss_id: int) -> MissQueuedPublic:
+        """Have the server build (a compile miss) or tune (a tune miss) what a miss lacked (submit scope)."""
+        response = self._request("POST", f"/v1/misses/{miss_id}/queue")
+        return MissQueuedPublic.model_validate_json(response.content)
+
+    def pin(self, tuning_key: str, body: PinCreate) -> PinPublic:
+        """Pin a config for a tuning key (admin scope): lookups and pulls then serve it, marked pinned."""
+        response = self._request("PUT", f"/v1/tuning-results/{tuning_key}/pin", json=_body(body))
+        return PinPublic.model_validate_json(response.content)
+
+    def unpin(self, tuning_key: str) -> None:
+        self._request("DELETE", f"/v1/tuning-results/{tuning_key}/pin")
+
+    def retune(self, body: RetuneCreate) -> RetunePublic:
+        """Queue tune jobs for the inventory (submit scope): every tuning key held for the target."""
+        return RetunePublic.model_validate_json(self._request("POST", "/v1/retune", json=_body(body)).content)
 
 
 class AsyncClient(_Base):

@@ -29,12 +29,13 @@ _FALLBACK_ERRORS = (CompileError, ArgumentError, TargetError, NotImplementedErro
 
 
 class RoutedKernel(Exception):
-    """TILEC_STRICT=1: a kernel that tilec could not take (its reason is the message)."""
+    """TILEC_STRICT=1 (or =fallback): a kernel that tilec could not take (its reason is the message)."""
 
 
 def install(*, strict: bool | None = None) -> None:
-    """Route `@triton.jit` kernels decorated from now on through tilec. `strict` (None: TILEC_STRICT=1)
-    makes a kernel tilec cannot compile an error instead of a warning and Triton's own compile."""
+    """Route `@triton.jit` kernels decorated from now on through tilec. `strict` (None: TILEC_STRICT=1 or
+    =fallback) makes a kernel tilec cannot compile an error instead of a warning and Triton's own compile.
+    (TILEC_STRICT=1 also makes every launch that would compile or tune a StrictError: client/_strict.py.)"""
     import triton
     import triton.runtime.jit as rjit
 
@@ -80,7 +81,9 @@ def stats() -> dict[str, Any]:
 def _strict() -> bool:
     if "strict" in _STATE:
         return bool(_STATE["strict"])
-    return os.environ.get("TILEC_STRICT") == "1"
+    from ._strict import fallback_is_error
+
+    return fallback_is_error()
 
 
 def route(obj: Any) -> Any:

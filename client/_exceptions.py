@@ -12,6 +12,7 @@ TilecError                           (compiler/errors.py: the root, at the botto
 │       └── ArchMismatchError        a binary this GPU or its driver cannot load (device, target, driver)
 ├── KernelAssertionError             a tl.device_assert failed while the kernel ran
 ├── ServiceError                     the service refused or failed (client/_client.py; NotFoundError, ...)
+├── StrictError                      TILEC_STRICT=1: a launch would compile or tune (names the specialisation)
 └── VerificationError                an artifact refused before it reached the loader (which check)
     ├── UnsignedManifestError        keys are pinned, the manifest carries no signature
     ├── UntrustedKeyError            signed by a key that is not pinned (TILEC_TRUSTED_KEYS)
@@ -40,6 +41,7 @@ __all__ = [
     "GridError",
     "KernelAssertionError",
     "LaunchError",
+    "StrictError",
     "TargetError",
     "TargetMismatchError",
     "TilecError",
@@ -71,3 +73,35 @@ class TargetMismatchError(VerificationError):
 
 class BinaryMismatchError(VerificationError):
     """The binary is not the one the manifest vouches for (sha256 or size differs)."""
+
+
+class StrictError(TilecError):
+    """TILEC_STRICT=1: a launch would compile or tune in this process. `kernel`, `what` ("compile" or
+    "tune"), `target` and `specialisation` (signature, constexprs, hints, config; a tune's tuning key) name it."""
+
+    def __init__(self, kernel: str, what: str, target: str, specialisation: dict) -> None:
+        self.kernel = kernel
+        self.what = what
+        self.target = target
+        self.specialisation = specialisation
+        super().__init__(f"TILEC_STRICT: {kernel} would {what} on {target} for {describe(specialisation)}; "
+                         "pull it first (TILEC_RECORD, tilec pull --manifest, TILEC_INDEX)")  # fmt: skip
+
+
+def describe(spec: dict) -> str:
+    """A specialisation in one line: `x_ptr=*fp32 (divisibility=16), n=i32; BLOCK=256; num_warps=4`."""
+    hints = spec.get("hints") or {}
+    params = []
+    for name, ty in (spec.get("signature") or {}).items():
+        h = ", ".join(f"{k}={v}" for k, v in (hints.get(name) or {}).items())
+        params.append(f"{name}={ty}" + (f" ({h})" if h else ""))
+    consts = ", ".join(f"{k}={v!r}" for k, v in (spec.get("constexprs") or {}).items())
+    parts = [", ".join(params) or "no runtime arguments", consts or "no constexprs"]
+    config = spec.get("config")
+    if config:
+        parts.append(", ".join(f"{k}={v}" for k, v in {**(config.get("kwargs") or {}),
+                                                        "num_warps": config.get("num_warps")}.items()))
+    tuning = spec.get("tuning")
+    if tuning:
+        parts.append(f"tuning key {tuning.get('key') or '(launch)'} / {tuning.get('dtypes')}")
+    return "; ".join(parts)

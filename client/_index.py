@@ -5,7 +5,8 @@ constexprs, the autotune key's values); before its first load, its binary and si
 
 DIR/index.json: {"format": "tilec-index/1", "target", "entries": [{name, file, kind ("tuned" | "plain"),
 tuning_key?, key, dtypes, config, sha256, artifact_id, target, kernel_key, spec, params, key_names}]};
-DIR/blobs/<sha256> the binaries, DIR/manifests/<sha256>.json their signed manifests.
+DIR/blobs/<sha256> the binaries, DIR/manifests/<sha256>.json their signed manifests (a record's pull also writes
+DIR/manifests/<artifact_id>[.<tuning_key>].json, read first: two specialisations' builds may share a binary).
 """
 
 from __future__ import annotations
@@ -139,9 +140,17 @@ class _Entry:
             raise VerificationError(
                 f"{self.directory}: entry {self.data['name']} names no sha256 ({sha[:80]!r})"
             )
+        # a record's pull names each manifest by its artifact id too: builds of different specialisations can
+        # share a binary (so a sha256), never a manifest
+        # (and the tuning key it is the best build of: two keys' best may be one build)
+        aid, tk = self.data["artifact_id"], self.data.get("tuning_key")
+        name = f"{aid}.{tk}" if isinstance(tk, str) else aid
+        by_id = self.directory / "manifests" / f"{name}.json"
+        hexes = all(len(p) == 64 and all(c in "0123456789abcdef" for c in p) for p in name.split("."))
+        named = by_id if hexes and by_id.exists() else None
         try:
             manifest = ManifestPublic.model_validate_json(
-                (self.directory / "manifests" / f"{sha}.json").read_bytes()
+                (named or self.directory / "manifests" / f"{sha}.json").read_bytes()
             )
             binary = (self.directory / "blobs" / sha).read_bytes()
         except (OSError, ValueError) as exc:

@@ -34,9 +34,10 @@ from tilec.runtime.grid import check_grid
 from tilec.runtime.launch import ArgSpec, BF16Array, host_view, launch, select_target, specialise
 from tilec.runtime.tensordesc import is_descriptor
 
+from . import _pulled, _record, _strict
 from ._exceptions import ArchMismatchError, ArgumentError
 from ._shared import LAUNCH_OPTIONS as _LAUNCH_OPTIONS
-from ._shared import ServerBuilds, SharedResults
+from ._shared import ServerBuilds, SharedResults, _config
 
 _TRIALS = 3
 
@@ -83,12 +84,16 @@ class JITKernel:
         self.cache: dict[tuple, Artifact] = {}
         self.best_configs: dict[tuple, Any] = {}
         self.compile_count = 0  # artifacts this kernel obtained: compiled here, read from disk or fetched
-        self.obtained = {"here": 0, "disk": 0, "server": 0}  # ... and where from
+        self.obtained = {"here": 0, "disk": 0, "server": 0}  # ... and where from (disk: a pulled index too)
         self.trials: dict[tuple, list[tuple[dict, float]]] = {}
         self.shared = SharedResults(server) if server is not None else None
         self.builds = ServerBuilds(self.shared, trusted_keys, cache) if self.shared is not None else None
         # tuning key -> (its parts as the service has them, the server's lookup answer)
         self._tuned: dict[tuple, tuple[dict, Any]] = {}
+        self._where: dict[tuple, dict[str, str]] = {}  # tuning key -> its parts as the service has them
+        self._launches: dict[tuple, dict | None] = {}  # tuning key -> a tune job's launch description
+        self._tuning = False  # a local tune's trials build here: the tune was the miss, not each trial
+        self._recorded: set[tuple] = set()  # specialisations written to the record (TILEC_RECORD)
 
     def _set_bundle(self, bundle: Any) -> None:
         from tilec.compiler.frontend.bundle import bundle_json, read_bundle
@@ -157,11 +162,12 @@ class JITKernel:
         """The parameters passed at launch: not constexpr, and not None (None specialises as a constant)."""
         return [p.name for p in self.params if not p.constexpr and full[p.name] is not None]
 
-    def artifact(self, full: dict[str, Any], options: CompileOptions, *, config: Any = None,
-                 remote: bool = True, tuned: tuple[dict, Any] | None = None) -> Artifact:  # fmt: skip
-        """The artifact for this specialisation: from memory, else (with a server, unless `remote` is False)
-        the local disk cache or the server, else compiled here. `config`: the autotune config whose kwargs
-        are among the constexprs; `tuned`: the shared tuning key's parts and its result's build."""
+    def artifact(self, full: dict[str, Any], options: CompileOptions, *, config: Any = None, remote: bool = True,
+                 tuned: tuple[dict, Any] | None = None, where: dict | None = None) -> Artifact:  # fmt: skip
+        """The artifact for this specialisation: from memory, else (unless `remote` is False) a pulled index
+        (TILEC_INDEX), else (with a server) the local disk cache or the server, else compiled here (a miss:
+        client/_strict.py). `config`: the autotune config whose kwargs are among the constexprs; `tuned`: the
+        shared tuning key's parts and its result's build; `where`: the tuning key's parts (for the record)."""
         specs, constexprs = self.specialisation(full)
         key = (
             tuple(sorted(specs.items())),
@@ -170,20 +176,42 @@ class JITKernel:
         )
         art = self.cache.get(key)
         if art is None:
-            shareable = remote and self.builds and not options.debug  # the service builds without debug
-            build = self._build(specs, constexprs, options, config) if shareable else None
-            art, where = self.builds.get(build, self.source, self.name, tuned, self.kind) if build else (None, "here")
+            build = self._build(specs, constexprs, options, config) if remote and not options.debug else None
+            art, source = self._obtain(build, tuned)
             if art is None:
                 signature = {n: s.type for n, s in specs.items()}
                 hints = {n: dict(s.hints) for n, s in specs.items() if s.hints}
+                if not self._tuning:
+                    _strict.miss(self, "compile", options.target, _miss_spec(build, signature, constexprs, hints, where))
                 art = self.compile(signature, constexprs, hints, options, "object" if options.target == "cpu" else "cubin")
-            self.obtained[where] += 1
+            self.obtained[source] += 1
             self.compile_count += 1
             self.cache[key] = art
+        if remote and key not in self._recorded and (rec := _record.recorder()) is not None:
+            self._recorded.add(key)  # a tuned launch's build may be in memory from its trial: recorded here
+            build = self._build(specs, constexprs, options, config) if not options.debug else None
+            if build is not None:
+                rec.add(self, build, tuning=where, launch=self._launches.get(_where_id(where)) if where else None)
         return art
+
+    def _obtain(self, build: Any, tuned: tuple[dict, Any] | None) -> tuple[Artifact | None, str]:
+        """A build from a pulled index, else (with a server) the disk cache or the server: (artifact, where
+        from), or (None, "here")."""
+        if build is None:
+            return None, "here"
+        index = _pulled.pulled()
+        art = index.artifact(build) if index is not None else None
+        if art is not None:
+            return art, "disk"
+        if self.builds is None:
+            return None, "here"
+        if _strict.strict_mode() != "off":  # the server serves what it holds; a compile it would make is a miss
+            self.builds.compiling = False
+        return self.builds.get(build, self.source, self.name, tuned, self.kind)
 
     def compile(self, signature: dict, constexprs: dict, hints: dict, options: CompileOptions, emit: str) -> Artifact:
         """Compile here, from the kernel already read (so errors name its file)."""
+        _strict.count("compiles")
         request = CompileRequest(text=self.source, kind=self.kind, name=self.name, signature=signature,
                                  constexprs=constexprs, hints=hints, options=options, emit=emit)  # fmt: skip
         return compile_request(request, self.ks)
@@ -253,7 +281,7 @@ class JITKernel:
         return self.artifact(full, CompileOptions(target=target, **opts), config=config)
 
     def _run_once(self, grid: Any, full: dict[str, Any], opts: dict, target: str, **how: Any) -> Artifact:
-        """One launch; `how` goes to artifact() (config, remote, tuned)."""
+        """One launch; `how` goes to artifact() (config, remote, tuned, where)."""
         options = CompileOptions(target="cpu" if target == "cpu" else target, debug=self.debug, **opts)
         art = self.artifact(full, options, **how)
         g = check_grid(grid, full)
@@ -311,6 +339,15 @@ class JITKernel:
                         value=lambda n: _key_value(bound[n], types[n]), target=target)  # fmt: skip
         return {"kernel_key": tk.kernel_key, "key": tk.key, "dtypes": tk.dtypes, "target": tk.target}
 
+    def _where_of(self, bound: dict[str, Any], target: str) -> dict[str, str] | None:
+        """shared_key, or None (without a server) when a key value has no form the service reads."""
+        if self.shared is not None:
+            return self.shared_key(bound, target)
+        try:
+            return self.shared_key(bound, target)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            return None
+
     def _run_autotuned(
         self, grid: Any, bound: dict[str, Any], opts: dict, target: str
     ) -> tuple[Artifact, dict[str, Any]]:
@@ -318,11 +355,13 @@ class JITKernel:
         key = self.tuning_key(bound)
         cfg = self.best_configs.get(key)
         if cfg is None:
+            self._where[key] = self._where_of(bound, target)
             cfg = self._host_config(self._choose(grid, bound, opts, target, key))
             self.best_configs[key] = cfg
         full, cfg_opts = self._config_args(bound, cfg)
         _config_pre_hook(cfg, full)
-        art = self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key))
+        art = self._run_once(grid, full, {**cfg_opts, **opts}, target, config=cfg, tuned=self._tuned.get(key),
+                             where=self._where.get(key))  # fmt: skip
         return art, full
 
     def candidates(self, bound: dict[str, Any]) -> list[Any]:
@@ -350,10 +389,19 @@ class JITKernel:
         return cfg
 
     def _choose(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple) -> Any:
-        """The config for a new tuning key: the server's shared result, else a local tune (published)."""
+        """The config for a new tuning key: a pulled index's, else the server's shared result, else a local
+        tune (a miss; published)."""
+        where = self._where[key]
+        if where is None:  # an autotune key value the service has no form for: nothing shared, pulled or recorded
+            return self._tune(grid, bound, opts, target, key)[0]
+        if _record.recorder() is not None or _strict.strict_mode() != "off" or self.shared is not None:
+            self._launches.setdefault(_where_id(where), _record.launch_description(self, grid, bound, self.candidates(bound)))
+        index = _pulled.pulled()
+        pulled = _config(index.tuned_config(where)) if index is not None else None
+        if pulled is not None:
+            return pulled
         if self.shared is None:
             return self._tune(grid, bound, opts, target, key)[0]
-        where = self.shared_key(bound, target)
         self._tuned[key] = (where, None)
         kept = self.builds.tuned_config(where) if self.builds is not None else None
         if kept is not None:  # a fresh process's first launch: a file read, no lookup
@@ -378,12 +426,25 @@ class JITKernel:
         """Time every config on the actual arguments. Every array argument (NumPy, torch, CuPy) is restored
         after each trial run, so tuning leaves them as the one real run after it finds them; the decorator's
         reset_to_zero arguments are zeroed before each run, the real one included."""
-        spec = self.ks.autotune
         configs = self.candidates(bound)
-        host = self.host_autotune
         if len(configs) == 1:  # nothing to choose between, as in Triton: no timing
             self.best_configs[key] = configs[0]
             return configs[0], []
+        where = self._where.get(key)
+        given = {p.name: bound[p.name] for p in self.params if p.constexpr and p.name in bound and _wire_value(bound[p.name])}
+        _strict.miss(self, "tune", target, {"signature": where_signature(self, bound), "constexprs": given, "tuning": where},
+                     launch=self._launches.get(_where_id(where)) if where else None)  # fmt: skip
+        _strict.count("tunes")
+        self._tuning = True
+        try:
+            return self._timed(grid, bound, opts, target, key, configs)
+        finally:
+            self._tuning = False
+
+    def _timed(self, grid: Any, bound: dict[str, Any], opts: dict, target: str, key: tuple,
+               configs: list[Any]) -> tuple[Any, list]:  # fmt: skip
+        spec = self.ks.autotune
+        host = self.host_autotune
         saved = {k: (v, snap) for k, v in bound.items() if (snap := _snapshot(v)) is not None}
         unknown = sorted(set(spec.reset_to_zero) - set(saved))
         if unknown:
@@ -409,6 +470,27 @@ class JITKernel:
         self.best_configs[key] = best
         self.trials[key] = [(dict(c.kwargs), t) for c, t in timings]
         return best, timings
+
+
+def _where_id(where: dict[str, str]) -> str:
+    return "\0".join(where[k] for k in ("kernel_key", "key", "dtypes", "target"))
+
+
+def where_signature(kernel: JITKernel, bound: dict[str, Any]) -> dict[str, str]:
+    """The runtime parameters' types of a launch (a tune miss names them with its tuning key)."""
+    return {p.name: specialise(p.name, v).type for p in kernel.params
+            if not p.constexpr and (v := _given(p, bound)) is not None}  # fmt: skip
+
+
+def _miss_spec(build: Any, signature: dict, constexprs: dict, hints: dict, where: dict | None) -> dict[str, Any]:
+    """A compile miss's specialisation as the server keeps it (a constexpr with no wire form by its repr)."""
+    if build is not None:
+        spec = {"signature": build.signature, "constexprs": build.constexprs, "hints": build.hints,
+                "config": build.config}  # fmt: skip
+    else:
+        spec = {"signature": signature, "constexprs": {k: v if _wire_value(v) else repr(v) for k, v in constexprs.items()},
+                "hints": hints, "config": None}  # fmt: skip
+    return {**spec, "tuning": where}
 
 
 def _named_in(heuristic: str, params: set[str]) -> set[str]:

@@ -391,3 +391,208 @@ def trusted_keys(value: str | None) -> Any:
     if path.is_file():
         return TrustedKeys.parse(path.read_text(encoding="utf-8"), f"--trusted-keys file {path}")
     return TrustedKeys.parse(value, "--trusted-keys")
+
+
+# a recorded manifest (TILEC_RECORD, client/_record.py): builds named by keys, kernels carried inline
+
+
+@dataclass
+class RecordedEntry:
+    number: int
+    name: str
+    file: str = "<record>"
+
+    @property
+    def where(self) -> str:
+        return f"entry[{self.number}] ({self.name})"
+
+
+@dataclass
+class Recorded:
+    """One entry of a record, its kernel read here (ast only): a plain build, or a tuned one whose config
+    the server's tuning result chooses (`tuning`: the key's parts; `launch`: a tune job's description)."""
+
+    entry: RecordedEntry
+    source: str
+    source_kind: str
+    kernel_key: str
+    params: list[dict[str, Any]]
+    key_names: list[str]
+    build: Build
+    tuning: dict[str, str] | None
+    launch: dict[str, Any] | None
+    variant: bool
+    prepared: Any = None
+    pinned: bool = False  # the server's tuning result is a pinned config
+
+    @property
+    def kind(self) -> str:
+        return "plain" if self.tuning is None else "tuned"
+
+
+def plan_record(path: Path, target: str) -> list[Recorded]:
+    """The entries of a record for `target` (others are left out), each kernel read to check its key."""
+    from tilec.compiler.frontend import read_kernel
+    from tilec.compiler.frontend.bundle import bundle_from_json, read_bundle
+
+    from ._record import RecordFileError, read_record
+
+    try:
+        data = read_record(path)
+    except RecordFileError as exc:
+        raise PullInputError(str(exc)) from None
+    read: dict[str, Any] = {}
+    planned = []
+    for number, e in enumerate(data["entries"]):
+        if e["target"] != target:
+            continue
+        src = data["sources"][e["source"]]
+        if e["source"] not in read:
+            text = src["text"]
+            ks = read_bundle(bundle_from_json(text)) if src["kind"] == "bundle" else read_kernel(text, e["name"])
+            read[e["source"]] = ks
+        ks = read[e["source"]]
+        if ks.key != e["kernel_key"]:
+            raise PullInputError(f"{path}: entry {number} ({e['name']}) says kernel {e['kernel_key'][:16]}, its source "
+                                 f"reads as {ks.key[:16]} (recorded by another tilec version?)")  # fmt: skip
+        config = e["config"]
+        build = Build(e["kernel_key"], e["signature"], e["constexprs"], e["hints"],
+                      normal_config(config.get("kwargs") or {}, config.get("num_warps"), config.get("num_stages")), target)  # fmt: skip
+        params = [{"name": p.name, "constexpr": bool(p.constexpr)} for p in ks.params]
+        key_names = list(ks.autotune.key) if ks.autotune is not None else []
+        label = "launched" if not e["variant"] else "variant " + _hints_text(e["hints"])
+        planned.append(Recorded(RecordedEntry(number, e["name"], label), src["text"], src["kind"], e["kernel_key"], params,
+                                key_names, build, e.get("tuning"), e.get("launch"), e["variant"]))  # fmt: skip
+    return planned
+
+
+class RecordPuller(Puller):
+    """Puller for a record's entries: a plain build by its artifact key; a tuned one by its tuning key,
+    whose config (pinned or measured) is then built for the recorded specialisation."""
+
+    def _find(self, p: Any) -> tuple[Any, str | None] | str:
+        if p.tuning is None:
+            return self._find_build(p, p.build)
+        found = self.client.lookup(p.tuning["kernel_key"], self.target, key=p.tuning["key"], dtypes=p.tuning["dtypes"])
+        if found is None:
+            return f"no tuning result for key {p.tuning['key'] or '(none)'}, dtypes {p.tuning['dtypes']} on {self.target}"
+        cfg = found.config
+        p.pinned = found.source == "pinned"
+        b = p.build
+        build = Build(b.kernel_key, b.signature, _untuned(b.constexprs, cfg), b.hints,
+                      normal_config(cfg.get("kwargs") or {}, cfg.get("num_warps"), cfg.get("num_stages")), self.target)  # fmt: skip
+        if found.artifact is not None:
+            from ._fetch import mismatch
+
+            manifest = self.client.manifest(found.artifact.id, tuning_key=found.tuning_key)
+            if mismatch(manifest.manifest, build) is None:
+                return manifest, found.tuning_key
+        got = self._find_build(p, build)
+        return got if isinstance(got, str) else (got[0], None)
+
+    def _find_build(self, p: Any, build: Build) -> tuple[Any, None] | str:
+        from ._client import NotFoundError
+
+        try:
+            manifest = self.client.manifest(build.artifact_key(self.server_version()))
+        except NotFoundError:
+            if not self.compile_missing:
+                return f"not built for {self.target} by the server's compiler ({self.server_version()[:12]})"
+            self.on_step(f"{p.entry.name}: compiling on the server")
+            public = self.client.compile(build.compile_body(p.source, p.entry.name, p.source_kind))
+            manifest = self.client.manifest(public.id)
+        check_build(manifest.manifest, build)
+        return manifest, None
+
+    def pull(self, planned: list[Any]) -> PullReport:
+        jobs: list[tuple[Any, Any]] = []
+        queued: dict[str, Any] = {}  # one job per tuning key
+        launches: dict[str, dict] = {}  # a tuning key's launch description, from any entry that has one
+        for p in planned:
+            if p.tuning is not None and p.launch is not None:
+                launches.setdefault(json.dumps(p.tuning, sort_keys=True), p.launch)
+        for p in planned:
+            self.on_step(f"{p.entry.name}: looking up")
+            found = self._find(p)
+            if not isinstance(found, str):
+                self._keep(p, *found)
+                continue
+            if p.tuning is not None and self.compile_missing and found.startswith("no tuning result"):
+                tk = json.dumps(p.tuning, sort_keys=True)
+                if tk not in launches:
+                    found += " (the record has no launch description to tune it from)"
+                else:
+                    if tk not in queued:
+                        queued[tk] = self._submit(p, launches[tk])
+                    jobs.append((p, queued[tk]))
+                    continue
+            self.report.missing.append(Missing(p.entry.name, p.entry.file, found))
+        for p, job in self._follow(jobs):
+            if job.state != "done":
+                why = f"tune job {job.id} {job.state}" + (f": {job.error}" if job.error else "")
+                self.report.missing.append(Missing(p.entry.name, p.entry.file, why))
+                continue
+            found = self._find(p)
+            if isinstance(found, str):
+                self.report.missing.append(Missing(p.entry.name, p.entry.file, f"after tune job {job.id}: {found}"))
+            else:
+                self._keep(p, *found)
+        return self.report
+
+    def _submit(self, p: Any, launch: dict | None = None) -> Any:
+        from tilec.wire import TuneJobCreate
+
+        from ._fetch import kernel_input
+
+        tuned = set(p.build.config.get("kwargs") or {})
+        body = TuneJobCreate(**kernel_input(p.source, p.source_kind), name=p.entry.name, signature=p.build.signature,
+                             constexprs={k: v for k, v in p.build.constexprs.items() if k not in tuned},
+                             launch=launch or p.launch, target=self.target)  # fmt: skip
+        self.on_step(f"{p.entry.name}: queueing a tune job")
+        job = self.client.submit_tune(body)
+        self.on_job(job)
+        return job
+
+    def _keep(self, p: Any, manifest: Any, tuning_key: str | None) -> None:
+        self.on_step(f"{p.entry.name}: fetching")
+        got = fetch(self.client, manifest, target=self.target, trusted=self.trusted, held=self.held)
+        body = got.manifest.manifest
+        if got.downloaded:
+            write_atomic(self.out / "blobs" / body.sha256, got.binary)
+            self.report.downloaded += 1
+        else:
+            self.report.up_to_date += 1
+        from ._cache import _is_sha
+
+        named = [body.artifact_id] + ([tuning_key] if tuning_key is not None else [])
+        if not all(_is_sha(n) for n in named):  # they name a file: checked before a path is made of them
+            raise VerificationError(f"artifact id {body.artifact_id[:80]!r} or tuning key is not a key")
+        text = got.manifest.model_dump_json().encode()
+        _write_if_changed(self.out / "manifests" / f"{body.sha256}.json", text)
+        _write_if_changed(self.out / "manifests" / f"{'.'.join(named)}.json", text)
+        entry = {"name": p.entry.name, "file": p.entry.file, "kind": p.kind, "kernel_key": body.kernel_key,
+                 "key": (p.tuning or {}).get("key", ""), "config": body.config, "spec": body.spec,
+                 "dtypes": (p.tuning or {}).get("dtypes") or _dtypes_of(p), "sha256": body.sha256,
+                 "artifact_id": body.artifact_id, "target": body.target, "params": p.params,
+                 "key_names": p.key_names, "variant": p.variant}  # fmt: skip
+        if p.tuning is not None:
+            entry["tuning"] = p.tuning
+            entry["pinned"] = p.pinned
+        if tuning_key is not None:
+            entry["tuning_key"] = tuning_key
+        self.report.entries.append(entry)
+
+
+def _hints_text(hints: dict[str, dict]) -> str:
+    return "{" + ", ".join(f"{n}: " + ",".join(f"{k}={v}" for k, v in h.items()) for n, h in sorted(hints.items())) + "}"
+
+
+def _untuned(constexprs: dict[str, Any], config: dict) -> dict[str, Any]:
+    """The recorded constexprs less those the config sets (the launch's config may differ from the server's)."""
+    return {k: v for k, v in constexprs.items() if k not in (config.get("kwargs") or {})}
+
+
+def _dtypes_of(p: Any) -> str:
+    from tilec.compiler.tune.keys import dtypes_string
+
+    return dtypes_string(p.build.signature, [q["name"] for q in p.params])

@@ -84,6 +84,7 @@ class TuneJobSpec(BaseModel):
     seed: int = 0
     cuda_graph: bool = False
     budgets: dict[str, int] = {}
+    retune: bool = False  # time every config anew: no stored trial is reused (server/jobs/retune.py)
 
 
 def prepare(spec: TuneSpec) -> Prepared:

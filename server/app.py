@@ -25,10 +25,14 @@ from .api.routes import (
     compile,
     docs,
     health,
+    history,
     kernels,
     keys,
     lookup,
     metrics,
+    misses,
+    pins,
+    retune,
     tokens,
     tune_jobs,
     tuning,
@@ -39,6 +43,8 @@ from .edge import HostCheckMiddleware, redact_access_log
 from .fastpath import FastPathMiddleware
 from .jobs.executor import make_executor
 from .jobs.reaper import reap
+from .jobs.retune import note_compiler_version as _note_version
+from .jobs.retune import send as _send_jobs
 from .middleware import BodyLimitMiddleware, InternalErrorMiddleware, MetricsMiddleware
 from .revocation import watch_revocations
 from .settings import Settings
@@ -53,6 +59,20 @@ HTTP_CODES = {404: E.NOT_FOUND, 405: E.METHOD_NOT_ALLOWED, 401: E.UNAUTHORIZED, 
 REFUSAL_SQLSTATES = ("22", "23", "54")
 
 
+async def note_compiler_version(state: AppState) -> None:
+    """Remember the compiler version; with TILEC_RETUNE_ON_CHANGE, a new one queues the inventory's retunes.
+    A database that is away at start is not this check's to report (the health route says so)."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+    from starlette.concurrency import run_in_threadpool
+
+    enabled = state.settings.retune_on_change
+    try:
+        jobs = await state.write(lambda s: _note_version(s, enabled=enabled))
+    except (OperationalError, IntegrityError):  # away, or another API process noted it at the same moment
+        return
+    await run_in_threadpool(_send_jobs, state.executor, jobs)
+
+
 def create_app(settings: Settings | None = None, *, state: AppState | None = None) -> FastAPI:
     settings = settings or Settings()
     state = state or AppState.open(settings)
@@ -63,7 +83,8 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        tasks = [asyncio.create_task(reap(state)), asyncio.create_task(watch_revocations(state))]
+        tasks = [asyncio.create_task(reap(state)), asyncio.create_task(watch_revocations(state)),
+                 asyncio.create_task(note_compiler_version(state))]  # off the start: it hashes the compiler  # fmt: skip
         yield
         for task in tasks:
             task.cancel()
@@ -78,8 +99,8 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
         lifespan=lifespan,
     )
     app.state.tilec = state
-    routers = (kernels.router, compile.router, artifacts.router, lookup.router, tuning.router, tune_jobs.router,
-               tokens.router, ui_data.router)  # fmt: skip
+    routers = (kernels.router, compile.router, artifacts.router, lookup.router, tuning.router, pins.router,
+               history.router, tune_jobs.router, retune.router, misses.router, tokens.router, ui_data.router)  # fmt: skip
     for router in routers:
         app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
     app.include_router(keys.router, prefix="/v1")  # no token, no database: none of those refusals

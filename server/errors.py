@@ -40,6 +40,8 @@ HOST_NOT_ALLOWED = "host_not_allowed"
 BODY_TIMEOUT = "body_timeout"
 TOO_MANY_COMPILES = "too_many_compiles"
 TOO_MANY_JOBS = "too_many_jobs"
+TOO_MANY_MISSES = "too_many_misses"
+NOT_QUEUEABLE = "not_queueable"
 
 # messages
 MSG_MISSING_TOKEN = "a bearer token is required"
@@ -95,6 +97,17 @@ MSG_NO_WORKER = (
 )
 MSG_BROKER_UNAVAILABLE = "the job broker is unavailable ({reason}); the job was not accepted, retry later"
 MSG_JOB_NOT_FOUND = "no tune job {id}"
+MSG_MISS_NOT_FOUND = "no miss {id}"
+MSG_TOO_MANY_MISSES = "the server keeps {limit} misses and has them all; this new one is not kept"
+MSG_MISS_NO_LAUNCH = (
+    "miss {id} is a tune its client could not describe as a launch (its grid is not an expression of its "
+    "arguments): tune it with `tilec tune` and a launch description, or from a process that can reach the server"
+)
+MSG_MISS_BAD_SPEC = "specialisation: {reason}"
+MSG_NO_RESULT_TO_PIN = "no tuning result {key}: a pin is set on a key the server holds (tilec ls tuning)"
+MSG_NO_PIN = "tuning key {key} has no pin"
+MSG_TUNING_KEY_FORM = "a tuning key is 64 hexadecimal digits"
+MSG_KERNEL_KEY_FORM = "kernel_key: a kernel key is 64 hexadecimal digits"
 MSG_QUERY_REPEATED = "query parameter {name!r} is given more than once"
 MSG_MANIFEST_NO_RESULT = "tuning_key: no tuning result {tkey}, so artifact {id} cannot be vouched for as its best"
 MSG_MANIFEST_OTHER_ARTIFACT = "tuning_key: the best config of tuning result {tkey} is artifact {linked}, not {id}"

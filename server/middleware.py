@@ -27,10 +27,13 @@ async def _send_json(send: Any, status: int, body: dict, headers: list | None = 
     await send({"type": "http.response.body", "body": data})
 
 
+READ_BODIES = {("POST", "/v1/misses")}  # routes that take a body from a read token (routes/misses.py)
+
+
 class BodyLimitMiddleware:
     """The body gate, before anyone buffers a body: 413 for a declared Content-Length over the limit;
     then, with auth on, 401/403 unless the request carries a token with the submit scope (every route
-    that takes a body needs at least that; the route checks its own scope again); then the body is read
+    that takes a body needs at least that, but a miss report, READ_BODIES; the route checks its own scope again); then the body is read
     within TILEC_BODY_TIMEOUT_S (a 408 past it) and refused with a 413 as soon as it goes over the limit.
     So a stranger's stalled bodies cost the server no memory, and a token holder's only for a while."""
 
@@ -86,8 +89,10 @@ class BodyLimitMiddleware:
         return b"".join(chunks)
 
     async def _admitted(self, scope: dict, send: Any) -> bool:
+        # a miss report is the one body a read token sends: production reports what it lacked, builds nothing
+        scope_needed = "read" if (scope["method"], scope["path"]) in READ_BODIES else "submit"
         try:
-            await authorize(self.state, bearer_credentials(scope["headers"]), "submit")
+            await authorize(self.state, bearer_credentials(scope["headers"]), scope_needed)
         except SQLAlchemyError:
             self.state.metrics.db_errors.inc()
             body = {"error": E.DB_UNAVAILABLE, "detail": E.MSG_DB_UNAVAILABLE}

@@ -47,7 +47,10 @@ def lookup_public(metrics: Metrics, result: Row, artifact: Any) -> LookupPublic:
         config=config,
         time_ms=result.best_time_ms,
         trials=result.trials,
+        decision=result.decision if isinstance(result.decision, dict) else None,
     )
+    rule = public.decision.get("rule") if public.decision else None
+    public.source = rule if rule in ("tie", "pinned") else "measured"
     if artifact is None:
         return public
     try:

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     compile_workers: int = 2
     max_compiles_per_token: int = 4  # compiles one token waits on at once (per process); more is a 429
     max_jobs_per_token: int = 8  # queued or running tune jobs one token submitted; more is a 429
+    # issue 27: queue the inventory's retunes when the compiler version changes (at start) or a worker of a GPU
+    # model not seen before finishes a job; misses kept at most (a new specialisation past it is a 429)
+    retune_on_change: bool = False
+    max_misses: int = 10_000
     # tune jobs: in-process by default; Celery workers when a broker is set (redis://host:6379/0)
     broker_url: str = ""
     broker_timeout_s: float = 2.0  # a publish that cannot reach the broker in this time is a 503 (a refusal: at once)

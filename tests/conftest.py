@@ -21,7 +21,8 @@ hypothesis_settings.register_profile("dev", deadline=None, print_blob=True)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
 
 PG_USERS = ("postgres", "root")
-TABLES = ("tune_jobs", "trials", "tuning_results", "artifacts", "kernels", "tokens")
+TABLES = ("tune_jobs", "trials", "tuning_pins", "tuning_history", "tuning_results", "artifacts", "kernels", "tokens",
+          "misses", "server_facts")
 
 
 def _pg_admin_url() -> str | None:

@@ -226,6 +226,10 @@ class LookupPublic(BaseModel):
     time_ms: float
     artifact: ArtifactPublic | None = None
     trials: int = 0
+    # "pinned": a team's pinned config (it beats any measured one); "measured": the fastest trial, separated
+    # from the runner-up's interval; "tie": intervals overlap and the stable rule chose (decision says how)
+    source: Literal["measured", "tie", "pinned"] = "measured"
+    decision: dict[str, Any] | None = None
 
 
 class TuningResultPublic(LookupPublic):
@@ -365,3 +369,100 @@ class KeyPublic(BaseModel):
     key_id: str
     algorithm: Literal["ed25519"] = "ed25519"
     public_key: str  # base64 of the 32 raw bytes
+
+
+# zero compiles in production (issue 27): misses, pins, the inventory and retunes
+
+MissWhat = Literal["compile", "tune"]
+
+
+class MissCreate(_Model):
+    """A launch that found its build (or tuned config) nowhere and would compile or tune in its process.
+    The kernel comes as its source or bundle (kept with the miss, so the page can queue its build)."""
+
+    source: str | None = None
+    bundle: dict[str, Any] | None = None
+    name: str = Field(min_length=1, max_length=200)
+    kernel_key: str = Field(min_length=1, max_length=128)
+    what: MissWhat
+    target: str = Field(max_length=32)
+    specialisation: dict[str, Any]  # signature, constexprs, hints, config; a tune's tuning key parts
+    launch: dict[str, Any] | None = None  # a LaunchDescription for a tune, when the client could write one
+
+
+class MissPublic(BaseModel):
+    id: int
+    kernel_key: str
+    name: str
+    what: str
+    target: str
+    specialisation: dict[str, Any]
+    tunable: bool  # a tune miss with a launch description, or a compile miss: the page can queue it
+    count: int
+    first_seen: UtcDatetime
+    last_seen: UtcDatetime
+
+
+class MissQueuedPublic(BaseModel):
+    miss: MissPublic
+    artifact: ArtifactPublic | None = None  # a compile miss: the build, made now
+    job: TuneJobPublic | None = None  # a tune miss: the job queued (or joined)
+
+
+class PinCreate(_Model):
+    config: ConfigSpec
+    reason: str = Field(default="", max_length=500)
+
+
+class PinPublic(BaseModel):
+    tuning_key: str
+    config: dict[str, Any]
+    reason: str
+    pinned_by: int | None = None
+    pinned_at: UtcDatetime
+
+
+class RetuneCreate(_Model):
+    """Queue tune jobs for every tuning key the server holds for `target`, narrowed by GPU model (keys with a
+    trial on it), kernel (key or name) and compiler version (keys whose best build that version made)."""
+
+    target: str = Field(max_length=32)
+    gpu_model: str | None = Field(default=None, min_length=1, max_length=200)
+    kernel: str | None = Field(default=None, min_length=1, max_length=200)
+    since_compiler_version: str | None = Field(default=None, min_length=4, max_length=64)
+    tuning_key: str | None = Field(default=None, min_length=1, max_length=64)  # re-time one decision
+
+
+class RetuneItemPublic(BaseModel):
+    tuning_key: str
+    kernel_key: str
+    key: str
+    dtypes: str
+    job_id: int | None = None  # None: skipped (why says why)
+    why: str | None = None
+
+
+class RetunePublic(BaseModel):
+    queued: list[RetuneItemPublic] = Field(default_factory=list)
+    skipped: list[RetuneItemPublic] = Field(default_factory=list)
+
+
+class HistoryPointPublic(BaseModel):
+    gpu_model: str | None
+    compiler_version: str
+    best_time_ms: float
+    config: dict[str, Any]
+    recorded_at: UtcDatetime
+
+
+class SlowerKeyPublic(BaseModel):
+    tuning_key: str
+    kernel_key: str
+    key: str
+    dtypes: str
+    target: str
+    gpu_model: str | None
+    before_ms: float
+    after_ms: float
+    before_version: str
+    after_version: str

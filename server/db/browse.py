@@ -158,7 +158,7 @@ def _results_select() -> Select:
     count = select(func.count()).where(trials.c.tuning_key == results.c.tuning_key).scalar_subquery()
     columns = [results.c[c] for c in RESULT_ROW]
     return select(
-        *columns, raw(results.c.best_config), kernels.c.name.label("kernel_name"), count.label("trials")
+        *columns, raw(results.c.best_config), raw(results.c.decision), kernels.c.name.label("kernel_name"), count.label("trials")
     ).select_from(results.join(kernels, kernels.c.key == results.c.kernel_key))
 
 

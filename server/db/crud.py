@@ -191,9 +191,15 @@ def record_trials(
     """The trials of one publish as one statement executed over all of them (a row per config, whose time only
     goes down), after the tuning result's upsert: a publish holds its connection for a batch, not a round trip per
     trial, and the statement compiles once (it is cached), whatever the number of trials."""
+    from tilec.compiler.artifact import compiler_version
+
+    from . import decisions
+
     best = min(trials, key=lambda t: t["time_ms"])
     _put_result(session, tkey=tkey, kernel_key=kernel_key, key=key, dtypes=dtypes, target=target, best=best,
                 replace=False)
+    decisions.add_history(session, tkey=tkey, gpu_model=best.get("gpu_model"), compiler_version=compiler_version(),
+                          best=best)  # fmt: skip
     rows = [{"tuning_key": tkey, "created_at": utcnow(), **t} for t in fastest_per_config(trials)]
     stmt = _insert(session, Trial)
     cols = ("time_ms", "artifact_key", "gpu_model", "driver_version", "sm_clock_mhz", "mem_clock_mhz")
@@ -245,9 +251,16 @@ def _put_result(
         head.on_conflict_do_update(
             index_elements=["tuning_key"],
             set_={c: head.excluded[c] for c in columns},
-            where=None if replace else TuningResult.best_time_ms > head.excluded.best_time_ms,
+            # a measured best replaces a slower one, never a pinned config (server/db/decisions.py)
+            where=None if replace else (TuningResult.best_time_ms > head.excluded.best_time_ms) & ~_pinned(),
         )
     )
+
+
+def _pinned() -> Any:
+    from .decisions import pinned_clause
+
+    return pinned_clause()
 
 
 def _result_statement() -> Select:
@@ -266,7 +279,8 @@ def _lookup_statement() -> Select:
     return _result_statement().where(TuningResult.__table__.c.tuning_key == bindparam("tkey"))
 
 
-LOOKUP_RESULT = ("tuning_key", "kernel_key", "key_values", "dtypes", "target", "best_config", "best_time_ms")
+LOOKUP_RESULT = ("tuning_key", "kernel_key", "key_values", "dtypes", "target", "best_config", "best_time_ms",
+                 "decision")
 ARTIFACT_META = ("key", "kernel_key", "kernel_name", "target", "emit", "compiler_version", "sha256", "size", "meta",
                  "config", "spec")
 _LOOKUP = _lookup_statement()

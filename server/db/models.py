@@ -101,6 +101,68 @@ class TuningResult(Base):
     best_time_ms: Mapped[float] = mapped_column(Float)
     artifact_key: Mapped[str | None] = mapped_column(ForeignKey("artifacts.key", ondelete="SET NULL"), index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # how the best was declared (migration 0009): {"rule": "measured" | "tie" | "pinned", ...}; NULL: measured
+    # before decisions were recorded, or published by a client without intervals
+    decision: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class TuningPin(Base):
+    """A team's config for a tuning key (admin scope): it beats any measured one until removed."""
+
+    __tablename__ = "tuning_pins"
+
+    tuning_key: Mapped[str] = mapped_column(ForeignKey("tuning_results.tuning_key", ondelete="CASCADE"), primary_key=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    reason: Mapped[str] = mapped_column(String(500), default="")
+    pinned_by: Mapped[int | None] = mapped_column(Integer)
+    pinned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TuningHistory(Base):
+    """Each tune's best for a tuning key, by GPU model and compiler version: the page charts it and lists
+    the keys that got slower."""
+
+    __tablename__ = "tuning_history"
+    __table_args__ = (Index("ix_tuning_history_tuning_key_recorded_at", "tuning_key", "recorded_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tuning_key: Mapped[str] = mapped_column(ForeignKey("tuning_results.tuning_key", ondelete="CASCADE"))
+    gpu_model: Mapped[str | None] = mapped_column(String(200))
+    compiler_version: Mapped[str] = mapped_column(String(64))
+    best_time_ms: Mapped[float] = mapped_column(Float)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Miss(Base):
+    """A specialisation a client launched and found nowhere (it would compile or tune in its process):
+    counted per (kernel, what, target, specialisation), with the kernel's text so its build can be queued."""
+
+    __tablename__ = "misses"
+    __table_args__ = (Index("ix_misses_last_seen", "last_seen"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    miss_key: Mapped[str] = mapped_column(KEY, unique=True)  # sha256 of (kernel key, what, target, specialisation)
+    kernel_key: Mapped[str] = mapped_column(KEY, index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    what: Mapped[str] = mapped_column(String(8))  # "compile" | "tune"
+    target: Mapped[str] = mapped_column(String(32))
+    specialisation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    kind: Mapped[str] = mapped_column(String(8))  # of `text`: "source" | "bundle"
+    text: Mapped[str] = mapped_column(Text)
+    launch: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    count: Mapped[int] = mapped_column(Integer, default=1)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ServerFact(Base):
+    """What the server has seen, by name: the compiler version it last ran, the GPU models its workers had."""
+
+    __tablename__ = "server_facts"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
 
 
 class Trial(Base):

@@ -74,6 +74,7 @@ class InProcessExecutor:
         from .runner import WorkerContext, worker_id
 
         self.ctx = WorkerContext(settings=settings, rw=rw, worker=worker_id("inprocess"))
+        self.ctx.executor = self  # retunes a job starts (a new GPU model) are run here too
         self.queue: queue.Queue[int | None] = queue.Queue()
         self.thread: threading.Thread | None = None
         self._targets: set[str] | None = None

@@ -46,7 +46,7 @@ from ..db.engine import make_engine, session_factories
 from ..db.models import TuneJob
 from ..settings import Settings
 from ..signing import SigningKey, load_signing_key
-from . import store
+from . import retune, store
 
 log = logging.getLogger("tilec.jobs")
 # a stored trial of the same GPU model, as a tune that does not time its config again records it
@@ -68,6 +68,7 @@ class WorkerContext:
     budgets: dict[str, int] = field(default_factory=dict)
     signer: SigningKey | None = None
     metrics: Any = None  # the API's Metrics when jobs run in its process (a Celery worker serves none)
+    executor: Any = None  # where new jobs go (the in-process executor); None: the reaper sends them
 
     @classmethod
     def open(cls, settings: Settings, *, label: str = "") -> WorkerContext:
@@ -173,6 +174,8 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         return _fail(ctx, job_id, f"the job's source reads as kernel {read_key}, not {job.kernel_key}")
 
     def known(device: dict) -> dict[str, Trial]:
+        if stored.retune:  # a retune times every config again (a new compiler, a new GPU model, a request)
+            return {}
         rows = ctx.write(lambda s: store.stored_trials(s, tkey=job.tuning_key, gpu_model=device.get("gpu_model")))
         return {r.config_hash: Trial(r.config, *EARLIER[r.status], r.time_ms, r.lo_ms, r.hi_ms, r.reps)
                 for r in rows if r.status in EARLIER}  # fmt: skip
@@ -275,9 +278,14 @@ def _finish(ctx: WorkerContext, job: TuneJob, prepared: Prepared, outcome: Outco
             found = crud.lookup(session.connection(), tkey=job.tuning_key)
             best = found and {"config": found[0].best_config, "time_ms": found[0].best_time_ms}
         ok = store.finish(session, job.id, worker=ctx.worker, state="done", best=best)
-        return "done" if ok else "lost"
+        fresh = retune.note_gpu_model(session, gpu_model=device.get("gpu_model"), target=job.target,
+                                      enabled=ctx.settings.retune_on_change)  # fmt: skip
+        return ("done" if ok else "lost"), fresh
 
-    return ctx.write(write)
+    state, fresh = ctx.write(write)
+    if fresh and ctx.executor is not None:
+        retune.send(ctx.executor, fresh)
+    return state
 
 
 def _artifact_values(job: TuneJob, spec: dict, config: dict, art: Artifact, codegen: Any,

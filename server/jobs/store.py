@@ -14,7 +14,9 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from ..db import crud
+from tilec.compiler.artifact import compiler_version
+
+from ..db import crud, decisions
 from ..db.models import Trial, TuneJob, TuningResult
 
 ACTIVE = ("queued", "running")
@@ -259,9 +261,13 @@ def record(session: Session, *, tkey: str, kernel_key: str, key: str, dtypes: st
     rows = [r for r in stored_trials(session, tkey=tkey, gpu_model=gpu_model) if r.status == "ok"]
     if not rows:
         return None
-    best = min(rows, key=lambda r: r.time_ms)
+    best, decision = decisions.decide(rows)  # a winner only where its interval is clear of the runner-up's
     value = {"config": best.config, "time_ms": best.time_ms, "artifact_key": best.artifact_key}
+    decisions.add_history(session, tkey=tkey, gpu_model=gpu_model, compiler_version=compiler_version(), best=value)
+    if decisions.get_pin(session, tkey=tkey) is not None:  # a pinned config stands over any measured one
+        return value
     crud.replace_result(session, tkey=tkey, kernel_key=kernel_key, key=key, dtypes=dtypes, target=target, best=value)
+    decisions.set_decision(session, tkey=tkey, decision=decision)
     return value
 
 

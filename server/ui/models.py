@@ -92,6 +92,7 @@ class ResultRowPublic(BaseModel):
     trials: int
     gpu_models: list[str] = Field(default_factory=list)
     updated_at: UtcDatetime
+    decision: dict[str, Any] | None = None  # how the best was declared: measured, tie (and the rule) or pinned
 
 
 class ResultPagePublic(PagePublic):

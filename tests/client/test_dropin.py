@@ -167,9 +167,19 @@ def test_a_kernel_tilec_cannot_compile_runs_under_triton_once_warned(tpkg) -> No
 
 
 def test_strict_makes_it_an_error(tpkg, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILEC_STRICT", "1")
+    monkeypatch.setenv("TILEC_STRICT", "fallback")  # the drop-in's own meaning alone: compiles are fine
     with pytest.raises(_dropin.RoutedKernel, match="tuple of tensors"):
         tpkg.odd[(1,)](torch.zeros(8), 8, BLOCK=8)
+
+
+def test_strict_1_also_forbids_the_compile_and_never_hands_it_to_triton(tpkg, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TILEC_STRICT=1 (issue 27): a launch nothing was pulled for is a StrictError, not a compile here and not
+    Triton's (which would be one too); the fallback rule of TILEC_STRICT=fallback holds as well."""
+    monkeypatch.setenv("TILEC_STRICT", "1")
+    fallbacks = tilec.stats()["fallbacks"]
+    with pytest.raises(tilec.StrictError, match="odd would compile on cpu"):
+        tpkg.odd[(1,)](torch.zeros(8), 8, BLOCK=8)
+    assert tilec.stats()["fallbacks"] == fallbacks
 
 
 def test_routed_and_triton_interpreter_agree(tpkg, tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ def _result_row(row: Row, models: dict[str, list[str]], cls: type[ResultRowPubli
     return cls(tuning_key=row.tuning_key, kernel_key=row.kernel_key, kernel_name=row.kernel_name, key=row.key_values,
                dtypes=row.dtypes, target=row.target, best_config=_dict(row.best_config), best_time_ms=row.best_time_ms,
                artifact_id=row.artifact_key, trials=row.trials, gpu_models=models.get(row.tuning_key, []),
-               updated_at=row.updated_at, **extra)  # fmt: skip
+               updated_at=row.updated_at, decision=_dict(row.decision), **extra)  # fmt: skip
 
 
 @router.get("/kernels/{key}", response_model=KernelDetailPublic, responses=NOT_FOUND)

@@ -104,6 +104,11 @@ def jobs(request: Request) -> HTMLResponse:
     return _page(request, "jobs.html", title="Tune jobs", view="jobs", section="jobs")
 
 
+@router.get("/misses", response_class=HTMLResponse)
+def misses(request: Request) -> HTMLResponse:
+    return _page(request, "misses.html", title="Misses", view="misses", section="misses")
+
+
 @router.get("/static/{name:path}")
 def static(request: Request, name: str) -> Response:
     """Our files, revalidated on each page load (an upgrade shows at once; an unchanged file is a 304)."""

@@ -233,7 +233,7 @@
       td(link(`/ui/tuning/${enc(r.tuning_key)}`, r.key || "(no key)", { "aria-label": `tuning result ${r.kernel_name} ${r.key} ${r.target}` })),
       td(dtypesCell(r.dtypes)),
       td(r.target),
-      td(configLabel(r.best_config)),
+      td(configLabel(r.best_config), r.decision && r.decision.rule === "pinned" ? el("strong", { class: "pinned" }, " (pinned)") : ""),
       td(`${ms(r.best_time_ms)} ms`),
       td(r.trials),
       td(r.gpu_models.join(", ") || "cpu"),
@@ -353,6 +353,46 @@
     fillRows($("#results"), page.items.map((r) => resultRow(r, true)), "No tuning result matches.", 9);
     pager($(".pager"), page, page.items.length);
     ready($("#results-box"));
+    const slower = await api("/v1/tuning-history/slower", { params: { target: q.target } });
+    fillRows($("#slower"), slower.map((s) => el("tr", { "data-key": s.tuning_key },
+      td(link(`/ui/tuning/${enc(s.tuning_key)}`, s.tuning_key.slice(0, 12))), td(el("code", {}, s.key || "(none)")),
+      td(s.target), td(s.gpu_model || "cpu"), td(ms(s.before_ms)), td(ms(s.after_ms)),
+      td(short(s.before_version), " → ", short(s.after_version)))), "No key got slower.", 7);
+    ready($("#slower-box"));
+  }
+
+  function decisionText(d) {
+    if (!d) return "measured";
+    if (d.rule === "pinned") return `pinned by token #${d.pinned_by ?? "?"}${d.reason ? `: ${d.reason}` : ""} (measured best: ${configLabel(d.measured)})`;
+    if (d.rule === "tie") return `tie: ${d.tied.length} configs' intervals overlap the fastest's; chosen by ${d.by}`;
+    return d.runner_up_ms == null ? "measured (one config)" : `measured: clear of the runner-up (${ms(d.runner_up_ms)} ms)`;
+  }
+
+  function drawHistory(points) {
+    const box = $("#history");
+    box.replaceChildren();
+    if (!points.length) {
+      box.append(el("p", { class: "note" }, "No tune recorded for this key yet."));
+      return;
+    }
+    if (!window.Plot) {
+      box.append(el("p", { class: "note" }, "The chart library did not load."));
+      return;
+    }
+    const data = points.map((p) => ({ when: new Date(p.recorded_at), time: p.best_time_ms,
+      series: `${p.gpu_model || "cpu"} · ${p.compiler_version.slice(0, 8)}`, config: configLabel(p.config) }));
+    box.append(window.Plot.plot({
+      width: Math.max(300, box.clientWidth || 600), height: 220, marginLeft: 60,
+      style: { fontSize: "12px", background: "transparent" },
+      x: { label: "tuned at", type: "utc" }, y: { label: "best time (ms)", grid: true, zero: true },
+      color: { legend: true },
+      ariaLabel: `best time per tune, ${data.length} tunes`,
+      marks: [
+        window.Plot.line(data, { x: "when", y: "time", stroke: "series" }),
+        window.Plot.dot(data, { x: "when", y: "time", fill: "series", r: 4,
+          title: (d) => `${d.series}: ${ms(d.time)} ms (${d.config})` }),
+      ],
+    }));
   }
 
   const KINDS = ["best", "timed", "stopped early"];
@@ -418,6 +458,7 @@
       ["Dtypes", r.dtypes],
       ["Target", r.target],
       ["Best config", configLabel(r.best_config)],
+      ["Decision", el("span", { id: "decision", "data-rule": (r.decision && r.decision.rule) || "measured" }, decisionText(r.decision))],
       ["Best time", `${ms(r.best_time_ms)} ms`],
       ["Best build", r.artifact_id ? link(`/ui/artifacts/${enc(r.artifact_id)}`, r.artifact_id.slice(0, 12)) : ""],
       ["GPU models", r.gpu_models.join(", ") || "cpu"],
@@ -441,7 +482,11 @@
     const untimed = r.untimed.map((u) => el("tr", {}, td(configLabel(u.config)), td(u.status), td(reason(u.reason))));
     fillRows($("#untimed"), untimed, "None: every config the newest job tried was timed.", 3);
     $("#untimed-note").textContent = r.job_id ? `From tune job #${r.job_id}.` : "No tune job ran for this key (its trials were published by a client).";
-    const redraw = () => drawChart(r.trial_rows);
+    const points = await api(`/v1/tuning-history/${enc(KEY)}`);
+    const redraw = () => {
+      drawChart(r.trial_rows);
+      drawHistory(points);
+    };
     redraw();
     let pending = 0;
     window.addEventListener("resize", () => {
@@ -520,8 +565,48 @@
     return refresh();
   }
 
+  async function missesView(who) {
+    const canQueue = !who.auth || who.scopes.includes("submit");
+    const misses = await api("/v1/misses", { params: { limit: 200 } });
+    const spec = (s) => {
+      const sig = Object.entries(s.signature || {}).map(([n, t]) => {
+        const h = Object.entries((s.hints || {})[n] || {}).map(([k, v]) => `${k}=${v}`).join(",");
+        return h ? `${n}=${t} (${h})` : `${n}=${t}`;
+      });
+      const consts = Object.entries(s.constexprs || {}).map(([k, v]) => `${k}=${v}`);
+      const parts = [sig.join(", "), consts.join(", ")];
+      if (s.config) parts.push(configLabel(s.config));
+      if (s.tuning) parts.push(`key ${s.tuning.key || "(launch)"}`);
+      return el("code", { class: "key" }, parts.filter(Boolean).join("; "));
+    };
+    const row = (m) => el("tr", { "data-miss": m.id },
+      td(link(`/ui/kernels/${enc(m.kernel_key)}`, m.name)), td(m.what), td(m.target), td(spec(m.specialisation)),
+      td(String(m.count)), td(when(m.first_seen)), td(when(m.last_seen)),
+      td(canQueue && m.tunable
+        ? el("button", { type: "button", class: "queue", "data-miss": m.id, "aria-label": `Queue the ${m.what === "tune" ? "tune" : "build"} of miss ${m.id}` },
+          m.what === "tune" ? "Queue tune" : "Queue build")
+        : ""));
+    fillRows($("#misses"), misses.map(row), "No miss reported.", 8);
+    if (!canQueue) $("#queue-note").textContent = "Queueing a build or a tune needs a token with the submit scope.";
+    $("#misses tbody").addEventListener("click", async (ev) => {
+      const button = ev.target.closest("button.queue");
+      if (!button) return;
+      button.disabled = true;
+      try {
+        const out = await api(`/v1/misses/${enc(button.dataset.miss)}/queue`, { method: "POST" });
+        $("#queue-note").textContent = out.artifact ? `Built artifact ${out.artifact.id.slice(0, 12)}.` : `Tune job #${out.job.id} ${out.job.state}.`;
+        notice("");
+      } catch (err) {
+        button.disabled = false;
+        notice(explain(err));
+      }
+    });
+    ready($("#misses-box"));
+  }
+
   const VIEWS = {
     kernels: kernelsView, kernel: kernelView, artifact: artifactView, tuning: tuningView, result: resultView, jobs: jobsView,
+    misses: missesView,
   };
 
   async function start() {
