@@ -79,7 +79,7 @@ if [ "$stage" = speed ]; then
 fi
 if [ "$stage" = flaggems ]; then
   # issue 23: FlagGems' own test suite (carry its repository's src/ and tests/ as .wt/flaggems) under plain Triton
-  # and under the drop-in (TILEC_STRICT=1: a kernel tilec cannot take fails its test), files spread over every
+  # and under the drop-in (TILEC_STRICT=fallback: a kernel tilec cannot take fails its test), files spread over every
   # GPU, one test in FLAGGEMS_SAMPLE (the same in both runs), in the suite's quick mode; FLAGGEMS_ARGS adds options
   export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
   dl=${FLAGGEMS_DEADLINE:-300}
@@ -89,6 +89,11 @@ if [ "$stage" = flaggems ]; then
     (
       export CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 ))
       timeout 150 python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
+      if [ "${ZERO_JIT:-}" = 1 ]; then  # issue 27 on the GPU: record, pull, strict (`tilec` as a command)
+        mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
+        PATH=/tmp/bin:$PATH timeout 200 python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" \
+          > "$OUT/zero_jit.log" 2>&1
+      fi
       [ -n "${TUTORIALS:-}" ] && timeout $((dl - 120)) python3 bench/tutorials.py .wt/tutorials --only "$TUTORIALS" \
         --timeout 100 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
     ) &
@@ -99,6 +104,7 @@ if [ "$stage" = flaggems ]; then
     ${FLAGGEMS_ARGS:-} 2>&1 | tee "$OUT/flaggems.log" | tail -50
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
   wait; [ -f "$OUT/probe.log" ] && tail -20 "$OUT/probe.log"; [ -f "$OUT/tutorials.log" ] && tail -30 "$OUT/tutorials.log"
+  [ -f "$OUT/zero_jit.log" ] && tail -25 "$OUT/zero_jit.log"
 fi
 if [ "$stage" = dropin ]; then
   # issues 23 and 24 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings) on
