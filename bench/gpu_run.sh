@@ -86,16 +86,17 @@ if [ "$stage" = flaggems ]; then
   # FLAGGEMS_PROBE=1: bench/flaggems_probe.py, then the tutorials named in TUTORIALS (if any), on the last GPU
   # beside the suite
   if [ "${FLAGGEMS_PROBE:-}" = 1 ]; then
-    (
+    (  # each step gets what is left of the suite's deadline ($SECONDS counts from this subshell's start)
       export CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 ))
-      timeout 150 python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
+      left() { echo $(( dl + 30 - SECONDS > 5 ? dl + 30 - SECONDS : 5 )); }
+      timeout 90 python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
       if [ "${ZERO_JIT:-}" = 1 ]; then  # issue 27 on the GPU: record, pull, strict (`tilec` as a command)
         mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
-        PATH=/tmp/bin:$PATH timeout 200 python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" \
+        PATH=/tmp/bin:$PATH timeout "$(left)" python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" \
           > "$OUT/zero_jit.log" 2>&1
       fi
-      [ -n "${TUTORIALS:-}" ] && timeout $((dl - 120)) python3 bench/tutorials.py .wt/tutorials --only "$TUTORIALS" \
-        --timeout 100 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
+      [ -n "${TUTORIALS:-}" ] && timeout "$(left)" python3 bench/tutorials.py .wt/tutorials --only "$TUTORIALS" \
+        --timeout 60 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
     ) &
   fi
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
