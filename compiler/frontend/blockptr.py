@@ -288,6 +288,7 @@ def desc_store(sem: Semantic, desc: Any, offsets: Any, value: Any) -> None:
 
 
 TensorDescriptor.METHODS = {"load": desc_load, "store": desc_store}
+BlockPtr.METHODS = {"advance": advance}  # `ptr.advance([dm, dn])`, the method form of tl.advance
 
 LIB.update({
     "make_block_ptr": make_block_ptr, "advance": advance, "load": load, "store": store,

@@ -179,9 +179,19 @@ class FunctionGen(StmtGen):
             ctx.call_depth -= 1
             ctx.in_progress.discard(key)
             ctx.b.block, ctx.b.index, ctx.b.loc, ctx.node = saved
+        _drop_dead_calls(ctx.module, fn)
         inst = HelperInstance(fn, structure)
         ctx.instances[key] = inst
         return inst
+
+
+def _drop_dead_calls(module: Module, fn: Function) -> None:
+    """Calls whose results nobody uses and whose callees write nothing: Triton's frontend never emits them
+    (`promote_to_tensor(x).dtype.is_floating()` only asks a dtype), and a combiner must not keep them."""
+    from ..passes.ir_utils import remove_dead
+    from .combine import no_effects
+
+    remove_dead(fn, lambda op: op.name == "call" and op.results != [] and no_effects(module, op, set()))
 
 
 def _const_key(v: Any) -> Any:

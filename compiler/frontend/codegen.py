@@ -479,14 +479,14 @@ class ExprGen:
     def call_constexpr_function(self, fn: ConstexprFunction, args: list, kwargs: dict) -> Any:
         """Run a @triton.constexpr_function on compile-time values with the literal evaluator (never Python)."""
         from .literal import FoldError, LiteralEvaluator, run_function
-        from .reader import dtype_attr
 
         if any(isinstance(v, Tensor) for v in [*args, *kwargs.values()]):
             raise self.error(f"{fn.node.name}() is a constexpr_function: its arguments must be compile-time values")
         saved = self.ctx.enter_module(fn.module)
         try:
             mod = self.ctx.mod
-            ev = LiteralEvaluator(dict(self.ctx.globals), None, mod.dotted, dtype_attr)
+            ev = LiteralEvaluator(dict(self.ctx.globals), None, mod.dotted, _host_attr)
+            ev.call_hook = _host_calls(mod, ev)
             return run_function(fn.node, list(args), dict(kwargs), ev)
         except FoldError as exc:
             raise self.error(f"constexpr_function {fn.node.name}(): {exc}") from None
@@ -644,6 +644,52 @@ def _assigns_returned(body: list[ast.stmt]) -> bool:
         return False
     name = target.id
     return isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == name
+
+
+class _ConstexprClass:
+    """`tl.constexpr` named in host code run at compile time: constexprs are plain values there, so
+    `isinstance(o, tl.constexpr)` is False (and `unwrap_if_constexpr(o)` is `o`)."""
+
+
+def _host_attr(name: str) -> Any:
+    from .reader import dtype_attr
+
+    if canonical_module(name) == "triton.language.constexpr":
+        return _ConstexprClass
+    return dtype_attr(name)
+
+
+_MAX_HOST_DEPTH = 32
+
+
+def _host_calls(mod: ModuleInfo, ev: Any) -> Any:
+    """What a constexpr_function may call besides the evaluator's own: tl.core.get_int_dtype, isinstance
+    against tl.constexpr, and the plain host functions of its own module (run by the same evaluator)."""
+    from .literal import FoldError, run_function
+
+    depth = [0]
+
+    def hook(name: str, args: list, kwargs: dict) -> Any:
+        canon = canonical_module(name)
+        if canon == "triton.language.get_int_dtype":
+            bits, signed = [*args, *kwargs.values()][:2]
+            if bits not in (1, 8, 16, 32, 64):
+                raise FoldError(f"no integer dtype of {bits} bits")
+            return DType(ScalarType("i1" if bits == 1 else f"{'i' if signed else 'u'}{bits}"))
+        if name == "isinstance" and len(args) == 2 and args[1] is _ConstexprClass:
+            return False
+        fdef = mod.other_functions.get(name) or mod.constexpr_functions.get(name)
+        if fdef is None:
+            return NotImplemented
+        if depth[0] >= _MAX_HOST_DEPTH:
+            raise FoldError(f"host calls nested deeper than {_MAX_HOST_DEPTH}")
+        depth[0] += 1
+        try:
+            return run_function(fdef, args, kwargs, ev)
+        finally:
+            depth[0] -= 1
+
+    return hook
 
 
 def _short(name: str) -> str:

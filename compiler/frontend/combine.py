@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import CompileError, UnsupportedSyntaxError
 from ..ir import Block, Function, Module, Operation, Region
+from ..ir.core import uses_in
 from ..ir.ops import OPS, PURE
 from ..ir.types import PointerType, TileType, make_type
 from .library import expand_dims, norm_axis
@@ -134,13 +135,34 @@ def check_pure_scalar(module: Module, call: Operation, name: str, error: Callabl
         if f is None or f.name in seen:
             continue
         seen.add(f.name)
+        uses = uses_in(f.body.block)
         for op in f.walk():
+            if op.results and not any(r in uses for r in op.results) and no_effects(module, op, set()):
+                continue  # dead code, such as a tile made only for its dtype (`promote_to_tensor(x).dtype`)
             problem = _problem(op)
             if problem is not None:
                 node = SimpleNamespace(lineno=op.loc.line, col_offset=op.loc.col - 1) if op.loc else None
                 raise error(node, f"combine function '{name}': {problem}", UnsupportedSyntaxError)
             if op.name == "call":
                 todo.append(op)
+
+
+def no_effects(module: Module, op: Operation, seen: set[str]) -> bool:
+    """`op` (and, for a call, everything its callee runs) writes no memory, asserts or synchronises."""
+    from ..passes.ir_utils import SIDE_EFFECTS
+
+    for inner in op.walk():
+        if inner.name == "call":
+            callee = module.get(inner.attrs["callee"])
+            name = inner.attrs["callee"]
+            if callee is None or name in seen:
+                continue
+            seen.add(name)
+            if not all(no_effects(module, o, seen) for o in callee.body.block.ops):
+                return False
+        elif inner.name in SIDE_EFFECTS or (inner.name == "load" and inner.attrs.get("volatile", False)):
+            return False
+    return True
 
 
 def _problem(op: Operation) -> str | None:

@@ -178,6 +178,12 @@ def _next_pow2(sem: Semantic, n: Any) -> int:
     return next_power_of_2(cx_int(sem, n, "n"))
 
 
+@api("_log2")
+def _log2(sem: Semantic, n: Any) -> int:
+    """triton.language.standard._log2 (bitonic sorts use it): floor(log2(n)) of a constexpr, 0 below 2."""
+    return max(cx_int(sem, n, "n"), 1).bit_length() - 1
+
+
 # ---- memory ------------------------------------------------------------------------------------
 
 

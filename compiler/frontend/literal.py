@@ -314,7 +314,7 @@ class LiteralEvaluator:
             raise FoldError(f"cannot index this value: {exc!r}") from None
 
     def _call(self, node: ast.Call) -> Any:
-        name = self.dotted(node.func)
+        name = self.dotted(node.func) or (node.func.id if isinstance(node.func, ast.Name) else None)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise FoldError("*args and **kwargs are not supported here")
         args = [self.eval(a) for a in node.args]

@@ -29,6 +29,8 @@ FRONTEND_VERSION = "tilec-frontend-2"  # 2: the key covers the closure of module
 
 # Import spellings -> the canonical module they stand for.
 _MODULE_ALIASES = {
+    "triton.language.core": "triton.language",  # `import triton.language.core as core`: core.constexpr, core.arange
+    "triton.language.standard": "triton.language",  # `from triton.language.standard import _log2, zeros_like`
     "tilec.language": "triton.language",
     "tilec": "triton",
     "triton.language.extra.cuda.libdevice": "triton.language.extra.libdevice",
