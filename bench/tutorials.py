@@ -129,12 +129,16 @@ def main() -> None:
             ok, why = False, f"{stats['fallbacks']} kernel(s) fell back to Triton"
         row.update(tilec=ok, tilec_why=why, seconds=res["seconds"], stats=stats)
         if "def test_" in path.read_text():
-            py = run_one([sys.executable, "-m", "tilec", "run", "-m", "pytest", "-q", "-rf", str(path)], env,
+            # pytest with a config of its own: the tutorial may sit inside a project whose pytest settings
+            # (this repository's: warnings as errors, asyncio options) are not the tutorial's
+            (site / "pytest.ini").write_text("[pytest]\n")
+            own = ["-c", str(site / "pytest.ini"), "--rootdir", str(path.parent), "-p", "no:cacheprovider"]
+            py = run_one([sys.executable, "-m", "tilec", "run", "-m", "pytest", "-q", "-rf", *own, str(path)], env,
                          args.timeout)  # fmt: skip
             row["pytest"], row["pytest_why"] = verdict(py)
             row["pytest_tail"] = _failures(py["stdout"])
             if not args.no_baseline:  # the same tests under plain Triton: what a pass means here
-                base_py = run_one([sys.executable, "-m", "pytest", "-q", "-rf", str(path)],
+                base_py = run_one([sys.executable, "-m", "pytest", "-q", "-rf", *own, str(path)],
                                   {**env, "TILEC_STATS_FILE": ""}, args.timeout)  # fmt: skip
                 row["pytest_triton"], _ = verdict(base_py)
                 row["pytest_triton_tail"] = _failures(base_py["stdout"])
