@@ -104,6 +104,11 @@ def jobs(request: Request) -> HTMLResponse:
     return _page(request, "jobs.html", title="Tune jobs", view="jobs", section="jobs")
 
 
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job(request: Request, job_id: Annotated[int, Path(ge=1, le=2**31 - 1)]) -> HTMLResponse:
+    return _page(request, "job.html", title="Tune job", view="job", section="jobs", key=str(job_id))
+
+
 @router.get("/static/{name:path}")
 def static(request: Request, name: str) -> Response:
     """Our files, revalidated on each page load (an upgrade shows at once; an unchanged file is a 304)."""
