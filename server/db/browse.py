@@ -134,9 +134,10 @@ def kernel_artifacts(conn: Connection, *, key: str, limit: int = DETAIL_ROWS) ->
 
 def ir_build(conn: Connection, *, key: str) -> Row | None:
     """The build of a kernel whose specialisation its page shows the tile IR of: the newest one whose compile
-    kept its per-pass dumps (the first is the frontend's tile IR), else the newest one. (key, target, spec as
-    text, pass_dumps)."""
-    stmt = select(artifacts.c.key, artifacts.c.target, raw(artifacts.c.spec), artifacts.c.pass_dumps)
+    kept its per-pass dumps (the first is the frontend's tile IR), else the newest one. (key, target, spec and
+    config as text, pass_dumps)."""
+    stmt = select(artifacts.c.key, artifacts.c.target, raw(artifacts.c.spec), raw(artifacts.c.config),
+                  artifacts.c.pass_dumps)  # fmt: skip
     stmt = stmt.where(artifacts.c.kernel_key == key)
     order = (artifacts.c.pass_dumps.is_(None), artifacts.c.created_at.desc(), artifacts.c.key)
     return conn.execute(stmt.order_by(*order).limit(1)).first()

@@ -105,7 +105,7 @@ class IrFromPublic(BaseModel):
     artifact_id: str
     target: str
     signature: dict[str, Any] = Field(default_factory=dict)
-    constexprs: dict[str, Any] = Field(default_factory=dict)
+    constexprs: dict[str, Any] = Field(default_factory=dict)  # the spec's and the config's (an autotuned build's)
 
 
 class KernelDetailPublic(KernelRowPublic):

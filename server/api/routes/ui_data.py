@@ -238,8 +238,9 @@ def _ir_of_build(state: AppState, conn: Connection, key: str) -> tuple[str | Non
         if build is None:
             return None, None
         spec = stored_spec(_json(build.spec))
+        constexprs = {**(spec.get("constexprs") or {}), **(stored_config(_json(build.config)).get("kwargs") or {})}
         ir_from = IrFromPublic(artifact_id=build.key, target=build.target, signature=spec.get("signature") or {},
-                               constexprs=spec.get("constexprs") or {})  # fmt: skip
+                               constexprs=constexprs)  # fmt: skip
         dumps = unpack_pass_dumps(build.pass_dumps)
     except UNREADABLE:
         _hidden(state, "artifacts", 1)
