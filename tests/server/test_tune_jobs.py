@@ -408,8 +408,12 @@ def test_a_job_for_a_target_no_worker_serves_is_queued_with_a_warning(cluster: S
     assert job["state"] == "queued" and job["warning"], job
     assert "no worker for cuda:sm_90" in job["warning"] and "workers serve: cpu" in job["warning"]
     assert "tilec worker --target cuda:sm_90" in job["warning"]
+    # the web page's JSON says it of the queued job as long as it waits: no worker, and none ever seen
+    shown = cluster.http.get(f"{cluster.url}/v1/ui/tune-jobs/{job['id']}").json()
+    assert (shown["state"], shown["no_worker"], shown["worker_last_seen"]) == ("queued", True, None), shown
     cancelled = cluster.http.post(f"{cluster.url}/v1/tune-jobs/{job['id']}/cancel").json()
     assert cancelled["state"] == "cancelled" and cancelled["warning"] is None  # said at submit only
     fine = submitted(cluster, job_body(vadd((64,)), next(_sizes)))
     assert fine["warning"] is None
+    assert cluster.http.get(f"{cluster.url}/v1/ui/tune-jobs/{fine['id']}").json()["no_worker"] is False
     assert cluster.wait(fine["id"])["state"] == "done"

@@ -254,7 +254,9 @@ def test_the_kernel_page_shows_the_tile_ir_of_a_build(browser: Any, stocked: Sto
     assert errors(browser) == []
 
 
-def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(browser: Any, stocked: Stocked) -> None:
+def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
     """A job of a target that no worker serves here waits queued: the list and the job's page say so, and
     when a worker of that target was last seen (the heartbeat on an earlier job of it). Its row is written
     into the database: this service (in-process, no GPU of that kind) refuses such a submit itself, as a
@@ -300,6 +302,7 @@ def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(browser:
     assert browser.find_element(By.ID, "job-state").text == "queued"
     assert "None yet" in browser.find_element(By.CSS_SELECTOR, "#trials tbody").text
     assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")  # a read token
+    shot(browser, screenshots, "job.png")
 
     # a job a worker runs says nothing of the kind; its page lists every config's outcome
     open_page(browser, stocked.url + f"/ui/jobs/{stocked.tuned['id']}")

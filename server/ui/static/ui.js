@@ -512,12 +512,13 @@
 
   // a queued job whose target no live worker serves waits until one starts: said, with when one was last seen
   function noWorker(j, full) {
-    const seen = j.worker_last_seen ? ["a worker of it was last seen ", when(j.worker_last_seen)] : ["none was seen yet"];
     const start = `tilec worker --target ${j.target}`;
     if (!full) {
+      const last = j.worker_last_seen ? ["last seen ", when(j.worker_last_seen)] : ["none seen yet"];
       return el("span", { class: "no-worker", title: `It waits queued until one starts: ${start}, on a machine with that GPU` },
-        `No worker serves ${j.target}`, el("br"), el("small", {}, ...seen));
+        `No worker serves ${j.target}`, el("br"), el("small", {}, ...last));
     }
+    const seen = j.worker_last_seen ? ["a worker of it was last seen ", when(j.worker_last_seen)] : ["none was seen yet"];
     return [`No worker serves ${j.target}: this job waits queued until one starts (`, ...seen, "). Start one with ",
       el("code", {}, start), " on a machine with that GPU."];
   }
