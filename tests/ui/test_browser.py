@@ -165,6 +165,24 @@ def strip(driver: Any) -> dict:
     return {**found, "code": code_shown(driver)}
 
 
+# the page's fetch of the passes waits until the test releases it (the page calls the global fetch per call)
+HOLD_PASSES = """
+const fetchNow = window.fetch;
+let release;
+const gate = new Promise((resolve) => { release = resolve; });
+window.heldPasses = 0;
+window.releasePasses = () => release();
+window.fetch = async (url, options) => {
+  if (String(url).endsWith("/passes")) { window.heldPasses += 1; await gate; }
+  return fetchNow(url, options);
+};
+"""
+
+
+def busy(driver: Any) -> str | None:
+    return driver.find_element(By.ID, "code").get_attribute("aria-busy")
+
+
 def test_the_pass_strip_highlights_the_pass_whose_ir_is_shown(browser: Any, stocked: Stocked) -> None:
     """The highlighted pass is the one whose IR is shown: after a pick, a reload, another tab and back, a click
     that overtakes a load, and on another artifact's page (which starts at its last pass)."""
@@ -198,18 +216,19 @@ def test_the_pass_strip_highlights_the_pass_whose_ir_is_shown(browser: Any, stoc
     now = strip(browser)
     assert (now["pressed"], now["code"]) == ([1], dumps[cuda][1])  # the pick is kept on this page
 
-    # a click that overtakes a load: the PTX is asked for after the passes, on a fresh page (nothing loaded
-    # yet); whichever answer comes last, the PTX tab and the PTX are what stay
+    # a click that overtakes a load: the passes are asked for, then the PTX, and the passes' answer is held
+    # back until the PTX is shown; when it comes, it draws nothing (the PTX tab and the PTX stay)
     open_page(browser, page)
-    wait(browser, lambda d: strip(d)["code"] == ptx)
-    browser.execute_script("performance.clearResourceTimings();"
-                           "document.querySelector('.tabs [data-form=passes]').click();"
-                           "document.querySelector('.tabs [data-form=ptx]').click();")  # fmt: skip
-    loaded = "return performance.getEntriesByType('resource').filter((e) => e.name.endsWith(arguments[0])).length"
-    wait(browser, lambda d: d.execute_script(loaded, "/passes") and d.execute_script(loaded, "/ptx"))
-    wait(browser, lambda d: strip(d)["code"])
+    wait(browser, lambda d: strip(d)["code"] == ptx and busy(d) == "false")
+    browser.execute_script(HOLD_PASSES)
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="ptx"]').click()
+    wait(browser, lambda d: strip(d)["code"] == ptx and d.execute_script("return window.heldPasses === 1"))
+    assert busy(browser) == "true"  # the passes are still out
+    browser.execute_script("window.releasePasses()")
+    wait(browser, lambda d: busy(d) == "false")
     now = strip(browser)
-    assert (now["tab"], now["buttons"], now["code"]) == (["ptx"], 0, ptx), now
+    assert (now["tab"], now["buttons"], now["code"], now["hidden"]) == (["ptx"], 0, ptx, True), now
 
     # another artifact: its own strip, at its last pass
     open_page(browser, stocked.url + f"/ui/artifacts/{cpu}")
@@ -477,8 +496,9 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
 def test_without_a_valid_token_the_page_shows_nothing(browser: Any, stocked: Stocked) -> None:
     forget_token(browser, stocked)
     tkey, add_key = stocked.tuned["tuning_key"], stocked.kernels["add_kernel"]
+    job = stocked.tuned["id"]
     pages = ["/ui/kernels", f"/ui/kernels/{add_key}", f"/ui/artifacts/{stocked.artifacts['cpu']}", "/ui/tuning",
-             f"/ui/tuning/{tkey}", "/ui/jobs"]  # fmt: skip
+             f"/ui/tuning/{tkey}", "/ui/jobs", f"/ui/jobs/{job}"]  # fmt: skip
     for bogus in (None, "tlc_not_a_token"):
         if bogus:
             browser.execute_script("sessionStorage.setItem('tilec.token', arguments[0])", bogus)
@@ -512,7 +532,8 @@ def test_without_a_valid_token_the_page_shows_nothing(browser: Any, stocked: Sto
             assert r.status_code == 200 and "vadd_tuned" not in r.text and "add_kernel" not in r.text
             assert add_key in page or add_key not in r.text
         for call in ("/v1/ui/kernels", f"/v1/ui/kernels/{add_key}", "/v1/ui/tuning-results", f"/v1/ui/tuning-results/{tkey}",
-                     "/v1/ui/tune-jobs", "/v1/ui/facets", f"/v1/ui/artifacts/{stocked.artifacts['cpu']}/passes"):  # fmt: skip
+                     "/v1/ui/tune-jobs", f"/v1/ui/tune-jobs/{job}", "/v1/ui/facets",
+                     f"/v1/ui/artifacts/{stocked.artifacts['cpu']}/passes"):  # fmt: skip
             assert anonymous.get(call).status_code == 401, call
 
 
@@ -585,6 +606,7 @@ def test_keyboard_only_and_a_narrow_window(browser: Any, stocked: Stocked) -> No
             f"/ui/kernels/{stocked.kernels['add_kernel']}",
             f"/ui/tuning/{stocked.tuned['tuning_key']}",
             "/ui/jobs",
+            f"/ui/jobs/{stocked.tuned['id']}",
         ):
             open_page(browser, stocked.url + page)
             overflow = browser.execute_script(

@@ -350,8 +350,19 @@
     let shown = 0;
     let dumps = null;
     let picked = null; // the pass picked on this page, kept when another tab is shown and this one again
+    let loading = 0; // loads in flight: the code box is aria-busy until the last one has ended
     async function show(form) {
       const mine = ++shown;
+      loading += 1;
+      $("#code").setAttribute("aria-busy", "true");
+      try {
+        await load(form, mine);
+      } finally {
+        loading -= 1;
+        if (!loading) $("#code").setAttribute("aria-busy", "false");
+      }
+    }
+    async function load(form, mine) {
       for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.form === form));
       const note = $("#code-note");
       const nav = $("#passes-nav");
