@@ -105,7 +105,8 @@ class IrFromPublic(BaseModel):
     artifact_id: str
     target: str
     signature: dict[str, Any] = Field(default_factory=dict)
-    constexprs: dict[str, Any] = Field(default_factory=dict)  # the spec's and the config's (an autotuned build's)
+    # the spec's constexprs and the config's (an autotuned build's)
+    constexprs: dict[str, Any] = Field(default_factory=dict)
 
 
 class KernelDetailPublic(KernelRowPublic):

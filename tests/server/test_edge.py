@@ -238,7 +238,9 @@ def test_connections_are_capped(tilec_serve: Callable[..., Serve], database_url:
     idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
     health = f"http://127.0.0.1:{server.port}/healthz"
     try:  # once the server has taken the four (a condition: how soon it does depends on the machine's load)
-        assert _until(lambda: httpx.get(health, timeout=10).status_code == 503), "a fifth connection is refused"
+        assert _until(lambda: httpx.get(health, timeout=10).status_code == 503), (
+            "a fifth connection is refused"
+        )
     finally:
         for s in idle:
             s.close()

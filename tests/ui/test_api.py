@@ -339,7 +339,14 @@ def unserved_target() -> str:
 
 def add_job(client: httpx.AsyncClient, key: str, n: int, target: str, job_state: str, **extra: object) -> int:
     state = client.app.state.tilec  # type: ignore[attr-defined]
-    values = {"trials": [], "trials_done": 0, "trials_planned": 3, "deliveries": 0, "created_at": now(), **extra}
+    values = {
+        "trials": [],
+        "trials_done": 0,
+        "trials_planned": 3,
+        "deliveries": 0,
+        "created_at": now(),
+        **extra,
+    }
     job = TuneJob(kernel_key=key, tuning_key=f"{n:064d}", key_values=f'{{"n":{n}}}', dtypes="", target=target,
                   strategy="halving", request={}, state=job_state, **values)  # fmt: skip
     state.write_sync(lambda s: s.add(job))
@@ -373,11 +380,17 @@ async def test_a_queued_job_no_worker_serves_says_so_and_since_when(client: http
     waiting = add_job(client, key, 2, gpu, "queued")
     served = add_job(client, key, 3, "cpu", "queued")
     items = {j["id"]: j for j in (await page(client, "/v1/ui/tune-jobs"))["items"]}
-    assert items[waiting]["no_worker"] is True and items[waiting]["worker_last_seen"] == "2026-11-02T09:30:00Z"
+    assert (
+        items[waiting]["no_worker"] is True and items[waiting]["worker_last_seen"] == "2026-11-02T09:30:00Z"
+    )
     assert items[served]["no_worker"] is False and items[served]["worker_last_seen"] is None
-    assert not any(j["no_worker"] for j in items.values() if j["state"] != "queued")  # said of queued jobs only
+    assert not any(
+        j["no_worker"] for j in items.values() if j["state"] != "queued"
+    )  # said of queued jobs only
     one = await page(client, f"/v1/ui/tune-jobs/{waiting}")
-    assert one["no_worker"] is True and one["worker_last_seen"] == "2026-11-02T09:30:00Z" and one["trials"] == []
+    assert (
+        one["no_worker"] is True and one["worker_last_seen"] == "2026-11-02T09:30:00Z" and one["trials"] == []
+    )
 
     state = client.app.state.tilec  # type: ignore[attr-defined]
     in_process = state.executor
@@ -429,7 +442,12 @@ async def test_a_source_kernel_shows_the_tile_ir_of_one_of_its_builds(
     detail = await page(client, f"/v1/ui/kernels/{key}")
     dumps = await page(client, f"/v1/ui/artifacts/{art}/passes")
     assert detail["ir"] == dumps["passes"][0]["ir"] and "kernel @add_kernel" in detail["ir"]
-    assert detail["ir_from"] == {"artifact_id": art, "target": "cpu", "signature": sig, "constexprs": {"BLOCK_SIZE": 256}}
+    assert detail["ir_from"] == {
+        "artifact_id": art,
+        "target": "cpu",
+        "signature": sig,
+        "constexprs": {"BLOCK_SIZE": 256},
+    }
     with engine.begin() as conn:  # a build that kept no dumps (a tune trial's): the page asks for them
         conn.execute(text("UPDATE artifacts SET pass_dumps = NULL WHERE key = :k"), {"k": art})
     kept_none = await page(client, f"/v1/ui/kernels/{key}")

@@ -150,7 +150,9 @@ def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
 
 
 def code_shown(driver: Any) -> str:
-    return "\n".join(li.get_attribute("textContent") for li in driver.find_elements(By.CSS_SELECTOR, "#code li"))
+    return "\n".join(
+        li.get_attribute("textContent") for li in driver.find_elements(By.CSS_SELECTOR, "#code li")
+    )
 
 
 def strip(driver: Any) -> dict:
@@ -200,7 +202,12 @@ def test_the_pass_strip_highlights_the_pass_whose_ir_is_shown(browser: Any, stoc
     assert strip(browser)["code"] == dumps[cuda][-1]
     browser.find_element(By.CSS_SELECTOR, '#passes-nav button[data-index="1"]').click()
     now = strip(browser)
-    assert (now["tab"], now["pressed"], now["code"], now["hash"]) == (["passes"], [1], dumps[cuda][1], "#pass-1")
+    assert (now["tab"], now["pressed"], now["code"], now["hash"]) == (
+        ["passes"],
+        [1],
+        dumps[cuda][1],
+        "#pass-1",
+    )
 
     browser.refresh()  # the same pass, highlighted, over its own IR
     wait(browser, lambda d: state(d) in SETTLED and strip(d)["buttons"])
@@ -239,7 +246,9 @@ def test_the_pass_strip_highlights_the_pass_whose_ir_is_shown(browser: Any, stoc
     assert errors(browser) == []
 
 
-def test_the_kernel_page_shows_the_tile_ir_of_a_build(browser: Any, stocked: Stocked) -> None:
+def test_the_kernel_page_shows_the_tile_ir_of_a_build(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
     """A source kernel's tile IR is that of one of its specialisations: a build's, named beside it. A build
     whose compile kept its per-pass dumps gives it to any token; one without them (a tune trial's) has it
     built for a submit token, and a read token is told why it sees none."""
@@ -270,6 +279,7 @@ def test_the_kernel_page_shows_the_tile_ir_of_a_build(browser: Any, stocked: Sto
     lines = [li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#ir li")]
     assert first["name"] == "input" and "\n".join(lines) == first["ir"].rstrip("\n")
     assert "kernel @vadd_tuned" in first["ir"] and "BLOCK=" in browser.find_element(By.ID, "ir-note").text
+    shot(browser, screenshots, "kernel.png")
     assert errors(browser) == []
 
 
@@ -296,7 +306,9 @@ def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(
                       "strategy": "halving", "request": {}, "trials": [], "trials_planned": 4, "created_at": now()}  # fmt: skip
             session.add(TuneJob(tuning_key="e" * 64, key_values='{"n":1}', state="done", trials_done=4,
                                 worker="tilec-gpu-1@gpu-host", heartbeat_at=seen, **common))  # fmt: skip
-            waiting = TuneJob(tuning_key="f" * 64, key_values='{"n":2}', state="queued", trials_done=0, **common)
+            waiting = TuneJob(
+                tuning_key="f" * 64, key_values='{"n":2}', state="queued", trials_done=0, **common
+            )
             session.add(waiting)
             session.flush()
             job_id = waiting.id
@@ -491,6 +503,31 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     if not shot_taken:
         shot(browser, screenshots, "jobs.png")
     assert errors(browser) == []
+
+
+def test_a_job_page_follows_its_job_and_cancels_it(browser: Any, stocked: Stocked) -> None:
+    """A job's own page updates while the job runs (its state and progress, polled each second) and cancels it
+    with a submit token."""
+    with stocked.http("submit") as http:
+        job = http.post(
+            "/v1/tune-jobs",
+            json=job_body(slow_source("vadd_page", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
+        ).json()
+    try:
+        use_token(browser, stocked, "submit")
+        open_page(browser, stocked.url + f"/ui/jobs/{job['id']}")
+        assert f"Tune job #{job['id']}: vadd_page on cpu" in browser.find_element(By.ID, "title").text
+        assert not browser.find_element(By.ID, "no-worker").is_displayed()  # cpu: served here
+        # followed live: the page shows "running" without a reload (the job starts once the one before ends)
+        wait(browser, lambda d: d.find_element(By.ID, "job-state").text == "running", timeout=300)
+        browser.find_element(By.CSS_SELECTOR, "#job-actions button.cancel").click()
+        wait(browser, lambda d: d.find_element(By.ID, "job-state").text == "cancelled", timeout=120)
+        assert not browser.find_elements(By.CSS_SELECTOR, "#job-actions button.cancel")
+        assert stocked.wait_job(job["id"], timeout=120)["state"] == "cancelled"
+        assert errors(browser) == []
+    finally:
+        with stocked.http("submit") as http:
+            http.post(f"/v1/tune-jobs/{job['id']}/cancel")
 
 
 def test_without_a_valid_token_the_page_shows_nothing(browser: Any, stocked: Stocked) -> None:
