@@ -93,6 +93,14 @@ def _fresh_logs(browser: Any) -> None:
     browser.get_log("performance")
 
 
+def click(driver: Any, selector: str) -> bool:
+    """Click the element `selector` finds, found and clicked in one call (a page that redraws each second may
+    replace it between a find and a click); False when there is none yet."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); if (e) e.click(); return !!e;", selector
+    )
+
+
 def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
     browser: Any, stocked: Stocked, screenshots: Path
 ) -> None:
@@ -317,20 +325,22 @@ def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(
 
     use_token(browser, stocked, "read")
     open_page(browser, stocked.url + "/ui/jobs")
-    row = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#jobs tr[data-job="{job_id}"]'))
-    cell = row.find_element(By.CSS_SELECTOR, ".no-worker")
-    assert f"No worker serves {target}" in cell.text and "2026-11-20 07:15:00Z" in cell.text, cell.text
-    assert f"tilec worker --target {target}" in cell.get_attribute("title")
+    # read in one call each: the list is redrawn every second, so an element found in one call may be gone by the next
+    cell = wait(browser, lambda d: d.execute_script(
+        """const c = document.querySelector(`#jobs tr[data-job="${arguments[0]}"] .no-worker`);
+        return c && {text: c.innerText, title: c.title};""", job_id))  # fmt: skip
+    assert f"No worker serves {target}" in cell["text"] and "2026-11-20 07:15:00Z" in cell["text"], cell
+    assert f"tilec worker --target {target}" in cell["title"]
     done_rows = browser.find_elements(By.CSS_SELECTOR, '#jobs tr[data-state="done"] .no-worker')
     assert not done_rows  # said of a queued job only
 
-    row.find_element(By.LINK_TEXT, f"#{job_id}").click()
-    wait(browser, lambda d: state(d) in SETTLED)
-    assert state(browser) == "ready" and browser.current_url.endswith(f"/ui/jobs/{job_id}")
-    banner = browser.find_element(By.ID, "no-worker")
+    assert click(browser, f'#jobs tr[data-job="{job_id}"] a[href$="/ui/jobs/{job_id}"]')
+    wait(browser, lambda d: d.current_url.endswith(f"/ui/jobs/{job_id}") and state(d) in SETTLED)
+    assert state(browser) == "ready", browser.find_element(By.ID, "notice").text
+    banner = wait(browser, lambda d: d.find_element(By.ID, "no-worker"))
     assert banner.is_displayed() and f"No worker serves {target}" in banner.text, banner.text
     assert "2026-11-20 07:15:00Z" in banner.text and f"tilec worker --target {target}" in banner.text
-    assert browser.find_element(By.ID, "job-state").text == "queued"
+    assert job_state(browser) == "queued"
     assert "None yet" in browser.find_element(By.CSS_SELECTOR, "#trials tbody").text
     assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")  # a read token
     shot(browser, screenshots, "job.png")
@@ -466,10 +476,7 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     open_page(browser, stocked.url + "/ui/jobs")
 
     # the in-process executor runs one job at a time: the other waits, and is cancelled from the page
-    button = wait(
-        browser, lambda d: d.find_element(By.CSS_SELECTOR, f'button.cancel[data-job="{other["id"]}"]')
-    )
-    button.click()
+    wait(browser, lambda d: click(d, f'button.cancel[data-job="{other["id"]}"]'))
     wait(browser, lambda d: (job_row(d, other["id"]) or {}).get("state") == "cancelled")
     assert job_row(browser, other["id"])["cancel"] is False
     assert stocked.wait_job(other["id"])["state"] == "cancelled"
@@ -505,6 +512,12 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     assert errors(browser) == []
 
 
+def job_state(driver: Any) -> str | None:
+    """The job page's state, read in one call (the page redraws its facts each second: an element found in
+    one call may be gone by the next)."""
+    return driver.execute_script("const e = document.getElementById('job-state'); return e && e.textContent")
+
+
 def test_a_job_page_follows_its_job_and_cancels_it(browser: Any, stocked: Stocked) -> None:
     """A job's own page updates while the job runs (its state and progress, polled each second) and cancels it
     with a submit token."""
@@ -519,9 +532,9 @@ def test_a_job_page_follows_its_job_and_cancels_it(browser: Any, stocked: Stocke
         assert f"Tune job #{job['id']}: vadd_page on cpu" in browser.find_element(By.ID, "title").text
         assert not browser.find_element(By.ID, "no-worker").is_displayed()  # cpu: served here
         # followed live: the page shows "running" without a reload (the job starts once the one before ends)
-        wait(browser, lambda d: d.find_element(By.ID, "job-state").text == "running", timeout=300)
+        wait(browser, lambda d: job_state(d) == "running", timeout=300)
         browser.find_element(By.CSS_SELECTOR, "#job-actions button.cancel").click()
-        wait(browser, lambda d: d.find_element(By.ID, "job-state").text == "cancelled", timeout=120)
+        wait(browser, lambda d: job_state(d) == "cancelled", timeout=120)
         assert not browser.find_elements(By.CSS_SELECTOR, "#job-actions button.cancel")
         assert stocked.wait_job(job["id"], timeout=120)["state"] == "cancelled"
         assert errors(browser) == []
