@@ -343,6 +343,7 @@ def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(
     assert job_state(browser) == "queued"
     assert "None yet" in browser.find_element(By.CSS_SELECTOR, "#trials tbody").text
     assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")  # a read token
+    assert "submit scope" in browser.find_element(By.ID, "cancel-note").text
     shot(browser, screenshots, "job.png")
 
     # a job a worker runs says nothing of the kind; its page lists every config's outcome

@@ -301,7 +301,7 @@
       } catch (err) {
         list.hidden = true;
         if (err.status === 403) say("Its tile IR is built per specialisation, here that of ", build, ": building it needs a token with the submit scope (the compile pool runs the frontend on the stored source).");
-        else say(`Its tile IR could not be built: ${explain(err)}`);
+        else say(`Its tile IR for that build could not be had. ${explain(err)}`);
         return;
       }
     }
@@ -654,6 +654,8 @@
           refresh().catch(() => {});
         });
         actions.replaceChildren(b);
+      } else if (!canCancel && active) {
+        actions.replaceChildren(el("span", { class: "note", id: "cancel-note" }, "Cancelling a job needs a token with the submit scope."));
       } else if (!active) actions.replaceChildren();
       const reason = (text) => (text && text.includes("\n") ? el("pre", { class: "reason" }, text) : text || "");
       const trials = j.trials.map((t) => el("tr", { "data-status": t.status },
