@@ -126,7 +126,7 @@ class CeleryExecutor:
 
         self.settings = settings
         self.app = make_celery(settings)
-        self._live: tuple[float, set[str]] | None = None
+        self._live: tuple[float, set[str] | None] | None = None
         self._seen: dict[str, datetime] = {}  # target -> when a worker of it last answered a ping here
         self._asking = threading.Lock()  # one ping at a time: the callers that queue behind it reuse its answer
 
@@ -136,7 +136,8 @@ class CeleryExecutor:
     def live_targets(self) -> set[str] | None:
         """The targets of the workers that answer a ping now (their hostnames, as `tilec worker` names
         them, carry the target), remembered for LIVE_TTL_S: a submit, or the web page's poll, asks at most
-        that often. None when the broker cannot be asked."""
+        that often. None when the broker cannot be asked (remembered as long: a page polling while the
+        broker is down does not wait on a failing ping each time)."""
         with self._asking:
             now = time.monotonic()
             if self._live is not None and now - self._live[0] < LIVE_TTL_S:
@@ -144,6 +145,7 @@ class CeleryExecutor:
             try:
                 replies = self.app.control.ping(timeout=min(1.0, self.settings.broker_timeout_s))
             except Exception:  # noqa: BLE001 - the broker down: submit says so itself; here we only do not know
+                self._live = (now, None)
                 return None
             found = {t for reply in replies for host in reply if (t := worker_target(host)) is not None}
             seen = datetime.now(UTC)
