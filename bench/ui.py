@@ -250,6 +250,7 @@ def calls(sample: dict, n_kernels: int) -> list[tuple[str, str]]:
         ("page: tuning results", "/ui/tuning"),
         ("page: a tuning result", f"/ui/tuning/{t}"),
         ("page: tune jobs", "/ui/jobs"),
+        ("page: a tune job", "/ui/jobs/1"),
         ("static: ui.js", "/ui/static/ui.js"),
         ("static: ui.css", "/ui/static/ui.css"),
         ("static: d3.min.js", "/ui/static/vendor/d3.min.js"),
@@ -288,6 +289,8 @@ def calls(sample: dict, n_kernels: int) -> list[tuple[str, str]]:
         ("json: tune jobs, last page", "/v1/ui/tune-jobs?limit=50&offset=1950"),
         ("json: tune jobs, state=running", "/v1/ui/tune-jobs?limit=50&state=running"),
         ("json: tune jobs, name=gelu", "/v1/ui/tune-jobs?limit=50&name=gelu"),
+        ("json: tune jobs, state=queued", "/v1/ui/tune-jobs?limit=50&state=queued"),
+        ("json: a tune job + trials", "/v1/ui/tune-jobs/1"),
         ("json: passes (warm, in memory)", f"/v1/ui/artifacts/{a}/passes"),
     ]
 

@@ -132,6 +132,17 @@ def kernel_artifacts(conn: Connection, *, key: str, limit: int = DETAIL_ROWS) ->
     return fetch(conn, stmt.limit(limit + 1), artifacts.c.key)
 
 
+def ir_build(conn: Connection, *, key: str) -> Row | None:
+    """The build of a kernel whose specialisation its page shows the tile IR of: the newest one whose compile
+    kept its per-pass dumps (the first is the frontend's tile IR), else the newest one. (key, target, spec and
+    config as text, pass_dumps)."""
+    stmt = select(artifacts.c.key, artifacts.c.target, raw(artifacts.c.spec), raw(artifacts.c.config),
+                  artifacts.c.pass_dumps)  # fmt: skip
+    stmt = stmt.where(artifacts.c.kernel_key == key)
+    order = (artifacts.c.pass_dumps.is_(None), artifacts.c.created_at.desc(), artifacts.c.key)
+    return conn.execute(stmt.order_by(*order).limit(1)).first()
+
+
 def artifact_detail(conn: Connection, *, key: str) -> Row | None:
     """An artifact's metadata and spec, and which text forms it holds (without reading them out)."""
     columns = [artifacts.c[c] for c in ARTIFACT_ROW]
@@ -285,3 +296,21 @@ def targets(conn: Connection) -> list[str]:
 
 def all_gpu_models(conn: Connection) -> list[str]:
     return distinct(conn, trials.c.gpu_model)
+
+
+def job_detail(conn: Connection, *, job_id: int) -> Row | None:
+    """One tune job, as a row of jobs_page, with its trials so far (as text)."""
+    stmt = select(*(jobs.c[c] for c in JOB_ROW), raw(jobs.c.best_config), raw(jobs.c.trials),
+                  kernels.c.name.label("kernel_name"))  # fmt: skip
+    stmt = stmt.select_from(jobs.join(kernels, kernels.c.key == jobs.c.kernel_key))
+    return conn.execute(stmt.where(jobs.c.id == job_id)).first()
+
+
+def last_heartbeats(conn: Connection, *, targets: Iterable[str]) -> dict[str, Any]:
+    """target -> the newest heartbeat a worker wrote on any job of that target (the lease a worker renews
+    while it runs one, kept on the row after): when a worker of the target was last seen at work."""
+    wanted = sorted(set(targets))
+    if not wanted:
+        return {}
+    stmt = select(jobs.c.target, func.max(jobs.c.heartbeat_at)).where(jobs.c.target.in_(wanted))
+    return {t: beat for t, beat in conn.execute(stmt.group_by(jobs.c.target)).all() if beat is not None}

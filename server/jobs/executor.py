@@ -11,6 +11,7 @@ import logging
 import queue
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -52,6 +53,8 @@ class Executor(Protocol):
 
     def live_targets(self) -> set[str] | None: ...  # the targets some worker serves now (None: unknown)
 
+    def last_seen(self, target: str) -> datetime | None: ...  # when this process last saw a worker of target
+
     def close(self) -> None: ...
 
 
@@ -85,6 +88,14 @@ class InProcessExecutor:
             self._targets = local_targets()
         return self._targets
 
+    def live_targets(self) -> set[str]:
+        """What the thread in this process runs: certain (a job for another target is refused at submit,
+        but one queued before a restart on another machine, or by a Celery setup, can wait for it)."""
+        return self.targets()
+
+    def last_seen(self, target: str) -> datetime | None:
+        return datetime.now(UTC) if target in self.targets() else None
+
     def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
         with self.lock:
             if self.thread is None:
@@ -116,27 +127,36 @@ class CeleryExecutor:
 
         self.settings = settings
         self.app = make_celery(settings)
-        self._live: tuple[float, set[str]] | None = None
+        self._live: tuple[float, set[str] | None] | None = None
+        self._seen: dict[str, datetime] = {}  # target -> when a worker of it last answered a ping here
+        self._asking = threading.Lock()  # one ping at a time: the callers that queue behind it reuse its answer
 
     def targets(self) -> None:
         return None
 
     def live_targets(self) -> set[str] | None:
         """The targets of the workers that answer a ping now (their hostnames, as `tilec worker` names
-        them, carry the target), remembered for LIVE_TTL_S: a submit asks at most that often. None when
-        the broker cannot be asked."""
-        import time
+        them, carry the target), remembered for LIVE_TTL_S: a submit, or the web page's poll, asks at most
+        that often. None when the broker cannot be asked (remembered as long: a page polling while the
+        broker is down does not wait on a failing ping each time)."""
+        with self._asking:
+            now = time.monotonic()
+            if self._live is not None and now - self._live[0] < LIVE_TTL_S:
+                return self._live[1]
+            try:
+                replies = self.app.control.ping(timeout=min(1.0, self.settings.broker_timeout_s))
+            except Exception:  # noqa: BLE001 - the broker down: submit says so itself; here we only do not know
+                self._live = (now, None)
+                return None
+            found = {t for reply in replies for host in reply if (t := worker_target(host)) is not None}
+            seen = datetime.now(UTC)
+            self._seen.update((t, seen) for t in found)
+            self._live = (now, found)
+            return found
 
-        now = time.monotonic()
-        if self._live is not None and now - self._live[0] < LIVE_TTL_S:
-            return self._live[1]
-        try:
-            replies = self.app.control.ping(timeout=min(1.0, self.settings.broker_timeout_s))
-        except Exception:  # noqa: BLE001 - the broker down: submit says so itself; here we only do not know
-            return None
-        found = {worker_target(host) for reply in replies for host in reply} - {None}
-        self._live = (now, found)  # type: ignore[assignment]
-        return found  # type: ignore[return-value]
+    def last_seen(self, target: str) -> datetime | None:
+        """When a worker of `target` last answered one of this process's pings (None: not since it started)."""
+        return self._seen.get(target)
 
     def submit(self, job_id: int, target: str, *, resend: bool = False) -> None:
         """Publish the job's message: a first one behind the queue's other first messages, one sent again (its

@@ -7,6 +7,8 @@ expressions are read here, by compiler.tune.launch's evaluator.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +30,7 @@ from tilec.runtime.tune import TuneJobSpec
 from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
+from ..db import browse
 from ..db.models import Kernel, TuneJob
 from ..service import check_input, check_target, read_kernel, register_kernel
 from ..state import AppState
@@ -200,6 +203,28 @@ async def _no_worker_warning(state: AppState, target: str) -> str | None:
     serving = ", ".join(sorted(live)) or "none"
     return (f"no worker for {target} answers now (workers serve: {serving}); the job waits queued until one "
             f"starts: tilec worker --target {target}, on a machine with that GPU")  # fmt: skip
+
+
+async def unserved_targets(state: AppState, targets: Iterable[str]) -> dict[str, datetime | None]:
+    """Of these targets, those no live worker serves now, each with when a worker of it was last seen (a ping
+    this process's executor got answered, or a heartbeat a worker wrote on a job of that target; None: never,
+    as far as the service knows). Empty when the executor cannot tell (the broker is down). For the web page:
+    a job of such a target waits queued with no word otherwise."""
+    wanted = set(targets)
+    live_targets = getattr(state.executor, "live_targets", None)
+    if not wanted or live_targets is None:
+        return {}
+    live = await run_in_threadpool(live_targets)
+    missing = wanted - live if live is not None else set()
+    if not missing:
+        return {}
+    beats = await state.query(lambda conn: browse.last_heartbeats(conn, targets=missing))
+    last_seen = getattr(state.executor, "last_seen", lambda _target: None)
+    out: dict[str, datetime | None] = {}
+    for target in sorted(missing):
+        seen = [t for t in (store.aware(beats.get(target)), last_seen(target)) if t is not None]
+        out[target] = max(seen, default=None)
+    return out
 
 
 def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[list[dict], dict | None] | None:

@@ -29,7 +29,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def _aware(value: datetime | None) -> datetime | None:
+def aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
@@ -95,7 +95,7 @@ def claim(session: Session, job_id: int, *, worker: str, lease_s: float, max_del
         return Claim("gone")
     if job.state in FINISHED:
         return Claim("finished", job.deliveries)
-    beat = _aware(job.heartbeat_at)
+    beat = aware(job.heartbeat_at)
     if job.state == "running" and beat is not None and now() - beat < timedelta(seconds=lease_s):
         return Claim("held", job.deliveries)
     if job.deliveries >= max_deliveries:
@@ -193,9 +193,9 @@ def due_for_resend(session: Session, *, lease_s: float, after_s: float, max_s: f
     found = []
     for job_id, target, state, sent, sends in session.execute(q).all():
         pause = timedelta(seconds=resend_pause(sends, after_s=after_s, max_s=max_s))
-        if state == "queued" and sent is not None and now() - _aware(sent) < pause:  # type: ignore[operator]
+        if state == "queued" and sent is not None and now() - aware(sent) < pause:  # type: ignore[operator]
             continue
-        found.append(Due(job_id, target, state, _aware(sent), sends))
+        found.append(Due(job_id, target, state, aware(sent), sends))
     return found
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tilec.wire import JobState, TrialStatus, UtcDatetime
+from tilec.wire import JobState, TrialStatus, TuneTrialPublic, UtcDatetime
 
 
 class WhoamiPublic(BaseModel):
@@ -99,9 +99,24 @@ class ResultPagePublic(PagePublic):
     items: list[ResultRowPublic]
 
 
+class IrFromPublic(BaseModel):
+    """The build whose specialisation a kernel's page shows the tile IR of (a source kernel's IR is built per
+    specialisation: argument types, constexprs)."""
+
+    artifact_id: str
+    target: str
+    signature: dict[str, Any] = Field(default_factory=dict)
+    # the spec's constexprs and the config's (an autotuned build's)
+    constexprs: dict[str, Any] = Field(default_factory=dict)
+
+
 class KernelDetailPublic(KernelRowPublic):
     source: str | None = None
+    # the tile IR as the frontend builds it: the kernel's own (IR input, or source whose constexprs all have
+    # defaults and was sent with a signature), else that of the build `ir_from` (None here when that build kept no
+    # dumps: GET /v1/ui/artifacts/{id}/passes computes them, and its first is this IR)
     ir: str | None = None
+    ir_from: IrFromPublic | None = None
     params: list[dict[str, Any]] = Field(default_factory=list)
     autotune: dict[str, Any] | None = None
     artifact_rows: list[ArtifactRowPublic] = Field(default_factory=list)
@@ -165,7 +180,15 @@ class JobRowPublic(BaseModel):
     created_at: UtcDatetime
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
+    # a queued job whose target no live worker serves (it waits until one starts), and when a worker of that
+    # target was last seen (None: never, as far as the service knows)
+    no_worker: bool = False
+    worker_last_seen: UtcDatetime | None = None
 
 
 class JobPagePublic(PagePublic):
     items: list[JobRowPublic]
+
+
+class JobDetailPublic(JobRowPublic):
+    trials: list[TuneTrialPublic] = Field(default_factory=list)  # every config's outcome so far, in order

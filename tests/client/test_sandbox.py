@@ -208,11 +208,15 @@ def test_a_bench_child_dies_with_its_parent() -> None:
     proc = subprocess.Popen([sys.executable, "-c", ORPHAN], cwd=root, stdout=subprocess.PIPE, text=True)
     try:
         child = int(proc.stdout.readline())
-        time.sleep(1.0)  # spinning now
-        assert Path(f"/proc/{child}").exists()
+        # spinning now: a condition (its CPU time grows by half a second past what its start-up took), not a pause
+        start = _cpu_s(child)
+        deadline = time.monotonic() + 120
+        while _cpu_s(child) < start + 0.5:
+            assert time.monotonic() < deadline and _alive(child), "the bench child never ran the kernel"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # generous: the child notices its parent's death by polling
         while _alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(child), "the bench child outlived its parent"
@@ -220,6 +224,16 @@ def test_a_bench_child_dies_with_its_parent() -> None:
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+def _cpu_s(pid: int) -> float:
+    """The CPU time (user + system) a process has used, from /proc/PID/stat; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _alive(pid: int) -> bool:

@@ -226,7 +226,9 @@ async def test_a_refused_broker_costs_no_retry_pause(make_client, migrated_datab
             took.append(time.monotonic() - t0)
             assert r.status_code == 503 and r.json()["error"] == E.BROKER_UNAVAILABLE, r.text
         print(f"\n[drill broker refused] submits took {', '.join(f'{t:.2f}' for t in took)} s")
-        assert max(took[1:]) < 0.5, took  # the first also reads the kernel in a compile child
+        # the first also reads the kernel in a compile child; kombu's retry pause would be 2 s per submit, a submit
+        # takes tens of ms here: the bound leaves a loaded machine the rest
+        assert max(took[1:]) < 1.5, took
         health = await client.get("/healthz")
         assert health.status_code == 200, health.text
         assert (health.json()["database"], health.json().get("broker"), health.json()["status"]) == (

@@ -141,27 +141,28 @@ def test_body_and_header_timeouts(
     server = _serve(tilec_serve, database_url, tmp_path, TILEC_AUTH="true", TILEC_BODY_TIMEOUT_S="1",
                     TILEC_HEADER_TIMEOUT_S="1")  # fmt: skip
     port = server.port
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(f"POST /v1/compile HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
                   f"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{".encode())  # fmt: skip
         start = time.monotonic()
         answer = _read_all(s)
         assert answer.startswith(b"HTTP/1.1 408") and E.BODY_TIMEOUT.encode() in answer, answer
-        assert 0.8 < time.monotonic() - start < 5
+        # the 1 s set, not the 30 s default: the bound leaves a loaded machine 19 s of slack
+        assert 0.8 < time.monotonic() - start < 20
     for sent in (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b""):
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
             s.sendall(sent)
             start = time.monotonic()
             answer = _read_all(s)
             assert answer.startswith(b"HTTP/1.1 408") or answer == b"", answer
-            assert 0.8 < time.monotonic() - start < 5
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # a kept-alive connection, too
+            assert 0.8 < time.monotonic() - start < HEADER_BOUND_S
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:  # a kept-alive connection, too
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert s.recv(65536).startswith(b"HTTP/1.1 200")
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         start = time.monotonic()
         assert b"HTTP/1.1 408" in _read_all(s)  # (after what is left of the first answer)
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < HEADER_BOUND_S
 
 
 @pytest.mark.parametrize("protocol", ["h11", "httptools"])
@@ -176,7 +177,7 @@ def test_header_timeout_with_each_http_protocol(protocol: str, monkeypatch: pyte
     cls = edge.H11TimeoutProtocol if protocol == "h11" else getattr(edge, "HttpToolsTimeoutProtocol", None)
     if cls is None:
         pytest.skip("httptools is not installed")
-    monkeypatch.setenv("TILEC_HEADER_TIMEOUT_S", "0.5")
+    monkeypatch.setenv("TILEC_HEADER_TIMEOUT_S", "2")  # the 0.2 s pause below stays well inside it under load
     edge._settings.cache_clear()
 
     async def app(scope: dict, receive: Callable, send: Callable) -> None:
@@ -193,7 +194,7 @@ def test_header_timeout_with_each_http_protocol(protocol: str, monkeypatch: pyte
         while not server.started:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
             s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             assert s.recv(65536).startswith(b"HTTP/1.1 200")
             time.sleep(0.2)
@@ -202,11 +203,25 @@ def test_header_timeout_with_each_http_protocol(protocol: str, monkeypatch: pyte
             s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             start = time.monotonic()
             assert _read_all(s).endswith(edge.TIMEOUT_408)
-            assert time.monotonic() - start < 5
+            assert time.monotonic() - start < HEADER_BOUND_S
     finally:
         server.should_exit = True
         thread.join(10)
         edge._settings.cache_clear()
+
+
+# a header timeout set to 1 or 2 s must not look like the 10 s default; the rest is slack for a loaded machine
+HEADER_BOUND_S = 8
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 60) -> bool:
+    """Whether `condition` came true within timeout_s (asked every 0.1 s)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _read_all(s: socket.socket) -> bytes:
@@ -221,14 +236,15 @@ def test_connections_are_capped(tilec_serve: Callable[..., Serve], database_url:
         tilec_serve, database_url, tmp_path, TILEC_MAX_CONNECTIONS="4", TILEC_HEADER_TIMEOUT_S="30"
     )
     idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
-    try:
-        time.sleep(0.3)
-        assert httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=10).status_code == 503
+    health = f"http://127.0.0.1:{server.port}/healthz"
+    try:  # once the server has taken the four (a condition: how soon it does depends on the machine's load)
+        assert _until(lambda: httpx.get(health, timeout=10).status_code == 503), (
+            "a fifth connection is refused"
+        )
     finally:
         for s in idle:
             s.close()
-    time.sleep(0.3)
-    assert httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=10).status_code == 200
+    assert _until(lambda: httpx.get(health, timeout=10).status_code == 200), "served again once they close"
 
 
 # the access log

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from schemathesis import checks
 from schemathesis.generation import GenerationMode
@@ -279,6 +279,9 @@ def _fuzz(
     )
     def run(drawn: tuple) -> None:
         case, mutated = drawn
+        # a negative case whose query holds a None is not what goes out: requests leaves such a parameter out,
+        # so the request sent may be valid (GET /v1/ui/tune-jobs?name=None... was sent without it, a 200)
+        assume(mutated is not None or not any(v is None for v in (case.query or {}).values()))
         counts["cases"] += 1
         before = _CountingConnection.connects
         sent = "the case as generated (see its curl line)"

@@ -9,7 +9,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,6 +71,7 @@ import sys, time
 from pathlib import Path
 from tilec.server.signing import generate_once
 go = Path(sys.argv[2])
+print("ready", flush=True)
 while not go.exists():
     time.sleep(0.001)
 print(generate_once(Path(sys.argv[1])).key_id)
@@ -84,9 +84,10 @@ def test_concurrent_first_starts_agree_on_one_key(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", RACER, str(path), str(go)], stdout=subprocess.PIPE, text=True)
         for _ in range(4)
     ]
-    time.sleep(1.5)  # every process imported and is waiting for the go
+    # the event, not a pause: every process has imported and waits for the go (each says so), so they race
+    assert all(p.stdout is not None and p.stdout.readline() == "ready\n" for p in procs)
     go.touch()
-    ids = {p.communicate(timeout=60)[0].strip() for p in procs}
+    ids = {p.communicate(timeout=120)[0].strip() for p in procs}
     assert all(p.returncode == 0 for p in procs)
     assert ids == {load_signing_key(Settings(data_dir=tmp_path / "data")).key_id}
     assert sorted(p.name for p in path.parent.iterdir()) == [KEY_FILE]

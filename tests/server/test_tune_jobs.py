@@ -12,11 +12,13 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tilec.server import errors as E
+from tilec.server.settings import Settings
 
 from .conftest import ADD_IR, free_port
 from .jobs_fixtures import CELERY, FINISHED, Service, running
@@ -414,8 +416,45 @@ def test_a_job_for_a_target_no_worker_serves_is_queued_with_a_warning(cluster: S
     assert job["state"] == "queued" and job["warning"], job
     assert "no worker for cuda:sm_90" in job["warning"] and "workers serve: cpu" in job["warning"]
     assert "tilec worker --target cuda:sm_90" in job["warning"]
+    # the web page's JSON says it of the queued job as long as it waits: no worker, and none ever seen
+    shown = cluster.http.get(f"{cluster.url}/v1/ui/tune-jobs/{job['id']}").json()
+    assert (shown["state"], shown["no_worker"], shown["worker_last_seen"]) == ("queued", True, None), shown
     cancelled = cluster.http.post(f"{cluster.url}/v1/tune-jobs/{job['id']}/cancel").json()
     assert cancelled["state"] == "cancelled" and cancelled["warning"] is None  # said at submit only
     fine = submitted(cluster, job_body(vadd((64,)), next(_sizes)))
     assert fine["warning"] is None
+    assert cluster.http.get(f"{cluster.url}/v1/ui/tune-jobs/{fine['id']}").json()["no_worker"] is False
     assert cluster.wait(fine["id"])["state"] == "done"
+
+
+def test_the_live_targets_answer_is_reused_and_a_seen_worker_remembered(tmp_path: Path) -> None:
+    """CeleryExecutor.live_targets pings once per LIVE_TTL_S (a page polling each second asks every time), a
+    failed ping included, and remembers when a worker of each target last answered (the web page's "last
+    seen"); no broker is reached: the ping is this test's."""
+    from tilec.server.jobs import executor as ex
+
+    celery = ex.CeleryExecutor(Settings(data_dir=tmp_path, broker_url="redis://127.0.0.1:1/0"))
+    answers: list[object] = [[{f"{ex.worker_hostname('cuda:sm_90', 7)}@gpu1": {"ok": "pong"}}, {"other@x": {}}]]
+
+    def ping(timeout: float) -> object:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def expire() -> None:  # as if LIVE_TTL_S had passed since the last ping
+        assert celery._live is not None
+        celery._live = (celery._live[0] - ex.LIVE_TTL_S, celery._live[1])
+
+    celery.app.control.ping = ping  # type: ignore[method-assign]
+    assert celery.live_targets() == {"cuda:sm_90"}
+    seen = celery.last_seen("cuda:sm_90")
+    assert seen is not None and celery.last_seen("cpu") is None
+    assert celery.live_targets() == {"cuda:sm_90"} and answers == []  # reused: no second ping
+    expire()
+    answers.append(ConnectionError("broker down"))
+    assert celery.live_targets() is None
+    assert celery.live_targets() is None and answers == []  # the failure is reused as long
+    expire()
+    answers.append([])
+    assert celery.live_targets() == set() and celery.last_seen("cuda:sm_90") == seen  # gone: last seen kept

@@ -103,7 +103,7 @@ def test_a_cancel_mid_ptxas_leaves_no_ptxas_and_no_files(private_tmp: Path) -> N
     results = list(limited_compiler(1, timeout_s=300, cancelled=seen.is_set)([_big_matmul()]))
     assert results == [], "a cancel ends the compiles before any answer"
     assert seen.is_set()
-    time.sleep(0.5)
+    _settle(private_tmp)
     assert _ptxas_under(private_tmp) == [], "ptxas died with its compile's process group"
     assert _left(private_tmp) == [], "the compile's temporary directory is removed"
 
@@ -113,8 +113,8 @@ def test_a_compile_past_its_time_leaves_no_ptxas(private_tmp: Path) -> None:
     start = time.monotonic()
     [(_, result)] = list(limited_compiler(1, timeout_s=3)([_big_matmul()]))
     assert isinstance(result, CompileLimitError) and "3 s" in str(result), result
-    assert time.monotonic() - start < 15
-    time.sleep(0.5)
+    assert time.monotonic() - start < 30  # the 3 s limit and the children's start on a loaded machine
+    _settle(private_tmp)
     assert _ptxas_under(private_tmp) == [] and _left(private_tmp) == []
 
 
@@ -128,6 +128,14 @@ def test_a_hostile_source_is_read_in_the_child_at_no_cost_here() -> None:
     except (CompileError, CompileLimitError) as exc:
         assert "'E'" in str(exc) or "limit" in str(exc), exc
     assert _rss_mb() - before < 50, "the source was read elsewhere"
+
+
+def _settle(root: Path, timeout_s: float = 60) -> None:
+    """Until no ptxas runs under `root` and nothing is left in it, or timeout_s (a killed process leaves /proc
+    once reaped, and that takes its time on a loaded machine; the caller's asserts then say what stayed)."""
+    deadline = time.monotonic() + timeout_s
+    while (_ptxas_under(root) or _left(root)) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _left(root: Path) -> list[Path]:
@@ -163,7 +171,7 @@ def test_the_services_compile_pool_kills_a_compile_with_its_ptxas(private_tmp: P
     assert _ptxas_under(private_tmp), asdict(_big_matmul().options)
     pool.kill_group(proc, tmpdir)
     parent.close()
-    time.sleep(0.5)
+    _settle(private_tmp)
     assert _ptxas_under(private_tmp) == [] and _left(private_tmp) == []
 
 

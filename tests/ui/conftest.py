@@ -135,6 +135,7 @@ class Stocked:
     kernels: dict[str, str]  # name -> key
     artifacts: dict[str, str]  # target -> id (of add_kernel)
     tuned: dict  # the finished tune job of `vadd_tuned`
+    database_url: str  # the service's SQLite file (a test writes a row the API cannot make here)
 
     def http(self, scope: str | None = "submit") -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.tokens[scope]}"} if scope else {}
@@ -225,7 +226,7 @@ def stocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stocked]:
     proc, base = _start(env, port)
     try:
         kernels, artifacts, tuned = _stock(base, tokens)
-        yield Stocked(base, proc, tokens, kernels, artifacts, tuned)
+        yield Stocked(base, proc, tokens, kernels, artifacts, tuned, url)
     finally:
         proc.stop()
         proc.log_file.close()

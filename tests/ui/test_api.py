@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import tomllib
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -327,3 +328,127 @@ def test_the_wheel_ships_every_template_and_static_file() -> None:
     assert files and all(
         any(fnmatch.fnmatch(f, g) and f.count("/") == g.count("/") for g in data) for f in files
     ), files
+
+
+def unserved_target() -> str:
+    """A cuda target the in-process executor cannot run here (it serves cpu and this machine's GPU, if any)."""
+    from tilec.server.jobs.executor import local_targets
+
+    return next(t for t in ("cuda:sm_80", "cuda:sm_90", "cuda:sm_100") if t not in local_targets())
+
+
+def add_job(client: httpx.AsyncClient, key: str, n: int, target: str, job_state: str, **extra: object) -> int:
+    state = client.app.state.tilec  # type: ignore[attr-defined]
+    values = {
+        "trials": [],
+        "trials_done": 0,
+        "trials_planned": 3,
+        "deliveries": 0,
+        "created_at": now(),
+        **extra,
+    }
+    job = TuneJob(kernel_key=key, tuning_key=f"{n:064d}", key_values=f'{{"n":{n}}}', dtypes="", target=target,
+                  strategy="halving", request={}, state=job_state, **values)  # fmt: skip
+    state.write_sync(lambda s: s.add(job))
+    return state.read_sync(lambda s: s.query(TuneJob.id).filter_by(tuning_key=f"{n:064d}").scalar())
+
+
+class StubBroker:
+    """The executor's answers as a Celery one gives them: the targets whose workers answer a ping, and when
+    this process last saw a worker of a target."""
+
+    name = "celery"
+
+    def __init__(self, live: set[str] | None, seen: dict[str, object]) -> None:
+        self.live, self.seen = live, seen
+
+    def live_targets(self) -> set[str] | None:
+        return self.live
+
+    def last_seen(self, target: str) -> object:
+        return self.seen.get(target)
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_queued_job_no_worker_serves_says_so_and_since_when(client: httpx.AsyncClient) -> None:
+    key = await kernel(client, "softmax")
+    gpu = unserved_target()
+    beat = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
+    add_job(client, key, 1, gpu, "done", worker="tilec-gpu-1@host", heartbeat_at=beat)  # a worker, seen then
+    waiting = add_job(client, key, 2, gpu, "queued")
+    served = add_job(client, key, 3, "cpu", "queued")
+    items = {j["id"]: j for j in (await page(client, "/v1/ui/tune-jobs"))["items"]}
+    assert (
+        items[waiting]["no_worker"] is True and items[waiting]["worker_last_seen"] == "2026-11-02T09:30:00Z"
+    )
+    assert items[served]["no_worker"] is False and items[served]["worker_last_seen"] is None
+    assert not any(
+        j["no_worker"] for j in items.values() if j["state"] != "queued"
+    )  # said of queued jobs only
+    one = await page(client, f"/v1/ui/tune-jobs/{waiting}")
+    assert (
+        one["no_worker"] is True and one["worker_last_seen"] == "2026-11-02T09:30:00Z" and one["trials"] == []
+    )
+
+    state = client.app.state.tilec  # type: ignore[attr-defined]
+    in_process = state.executor
+    try:
+        # a broker: a ping this process got answered later than the last heartbeat is the time shown
+        state.executor = StubBroker({"cpu"}, {gpu: datetime(2026, 11, 3, 8, 0, tzinfo=UTC)})
+        one = await page(client, f"/v1/ui/tune-jobs/{waiting}")
+        assert one["no_worker"] is True and one["worker_last_seen"] == "2026-11-03T08:00:00Z"
+        state.executor = StubBroker({"cpu", gpu}, {})  # a worker of it answers now
+        assert (await page(client, f"/v1/ui/tune-jobs/{waiting}"))["no_worker"] is False
+        state.executor = StubBroker(None, {})  # the broker cannot be asked: nothing is claimed
+        assert not any(j["no_worker"] for j in (await page(client, "/v1/ui/tune-jobs"))["items"])
+        state.executor = StubBroker({"cpu"}, {})  # never seen: no time
+        other = add_job(client, key, 4, "cuda:sm_75", "queued")
+        one = await page(client, f"/v1/ui/tune-jobs/{other}")
+        assert one["no_worker"] is True and one["worker_last_seen"] is None
+    finally:
+        state.executor = in_process
+
+
+async def test_one_tune_job_with_its_trials(client: httpx.AsyncClient) -> None:
+    key = await kernel(client, "softmax")
+    trials = [{"config": {"kwargs": {"BLOCK": 32}}, "status": "ok", "time_ms": 2.0},
+              {"config": {"kwargs": {"BLOCK": 64}}, "status": "failed", "reason": "compile: too big"},
+              {"nonsense": True}]  # fmt: skip
+    job_id = add_job(client, key, 5, "cpu", "running", worker="w:1:x", trials=trials)
+    one = await page(client, f"/v1/ui/tune-jobs/{job_id}")
+    assert one["kernel_name"] == "softmax" and one["worker"] == "w:1:x" and one["no_worker"] is False
+    assert [(t["status"], t["time_ms"], t["reason"]) for t in one["trials"]] == [
+        ("ok", 2.0, None), ("failed", None, "compile: too big")]  # fmt: skip
+    r = await client.get("/v1/ui/tune-jobs/999999")
+    assert r.status_code == 404 and r.json()["detail"] == E.MSG_JOB_NOT_FOUND.format(id=999999)
+
+
+async def test_a_source_kernel_shows_the_tile_ir_of_one_of_its_builds(
+    client: httpx.AsyncClient, engine: Engine
+) -> None:
+    source = (ROOT / "tests" / "kernels" / "vector_add.py").read_text()
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"}
+    r = await client.post("/v1/kernels", json={"source": source, "name": "add_kernel"})
+    assert r.status_code == 200, r.text
+    key = r.json()["key"]
+    bare = await page(client, f"/v1/ui/kernels/{key}")
+    assert bare["ir"] is None and bare["ir_from"] is None  # no build: no specialisation to build it for
+    r = await client.post("/v1/compile", json={"source": source, "name": "add_kernel", "signature": sig,
+                                               "constexprs": {"BLOCK_SIZE": 256}, "target": "cpu"})  # fmt: skip
+    assert r.status_code == 200, r.text
+    art = r.json()["id"]
+    detail = await page(client, f"/v1/ui/kernels/{key}")
+    dumps = await page(client, f"/v1/ui/artifacts/{art}/passes")
+    assert detail["ir"] == dumps["passes"][0]["ir"] and "kernel @add_kernel" in detail["ir"]
+    assert detail["ir_from"] == {
+        "artifact_id": art,
+        "target": "cpu",
+        "signature": sig,
+        "constexprs": {"BLOCK_SIZE": 256},
+    }
+    with engine.begin() as conn:  # a build that kept no dumps (a tune trial's): the page asks for them
+        conn.execute(text("UPDATE artifacts SET pass_dumps = NULL WHERE key = :k"), {"k": art})
+    kept_none = await page(client, f"/v1/ui/kernels/{key}")
+    assert kept_none["ir"] is None and kept_none["ir_from"]["artifact_id"] == art

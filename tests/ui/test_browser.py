@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,14 @@ def _fresh_logs(browser: Any) -> None:
     browser.get_log("performance")
 
 
+def click(driver: Any, selector: str) -> bool:
+    """Click the element `selector` finds, found and clicked in one call (a page that redraws each second may
+    replace it between a find and a click); False when there is none yet."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); if (e) e.click(); return !!e;", selector
+    )
+
+
 def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
     browser: Any, stocked: Stocked, screenshots: Path
 ) -> None:
@@ -145,6 +154,203 @@ def test_kernels_listed_and_one_opened_with_its_builds_ptx_and_passes(
         li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#code li")
     )
     assert "kernel @add_kernel" in first and "gpu.layout" not in first
+    assert errors(browser) == []
+
+
+def code_shown(driver: Any) -> str:
+    return "\n".join(
+        li.get_attribute("textContent") for li in driver.find_elements(By.CSS_SELECTOR, "#code li")
+    )
+
+
+def strip(driver: Any) -> dict:
+    """The artifact page's tab, pass strip and code as one state: which tab and which pass are highlighted,
+    and the code shown."""
+    found = driver.execute_script(
+        """const nav = document.querySelector("#passes-nav");
+        return {tab: [...document.querySelectorAll(".tabs button[aria-pressed=true]")].map((b) => b.dataset.form),
+                pressed: [...nav.querySelectorAll("button[aria-pressed=true]")].map((b) => Number(b.dataset.index)),
+                buttons: nav.querySelectorAll("button").length, hidden: nav.hidden, hash: location.hash};"""
+    )
+    return {**found, "code": code_shown(driver)}
+
+
+# the page's fetch of the passes waits until the test releases it (the page calls the global fetch per call)
+HOLD_PASSES = """
+const fetchNow = window.fetch;
+let release;
+const gate = new Promise((resolve) => { release = resolve; });
+window.heldPasses = 0;
+window.releasePasses = () => release();
+window.fetch = async (url, options) => {
+  if (String(url).endsWith("/passes")) { window.heldPasses += 1; await gate; }
+  return fetchNow(url, options);
+};
+"""
+
+
+def busy(driver: Any) -> str | None:
+    return driver.find_element(By.ID, "code").get_attribute("aria-busy")
+
+
+def test_the_pass_strip_highlights_the_pass_whose_ir_is_shown(browser: Any, stocked: Stocked) -> None:
+    """The highlighted pass is the one whose IR is shown: after a pick, a reload, another tab and back, a click
+    that overtakes a load, and on another artifact's page (which starts at its last pass)."""
+    use_token(browser, stocked, "read")
+    cuda, cpu = stocked.artifacts["cuda:sm_90"], stocked.artifacts["cpu"]
+    with stocked.http("read") as http:
+        dumps = {a: [p["ir"].rstrip("\n") for p in http.get(f"/v1/ui/artifacts/{a}/passes").json()["passes"]]
+                 for a in (cuda, cpu)}  # fmt: skip
+        ptx = http.get(f"/v1/artifacts/{cuda}/ptx").text.rstrip("\n")
+    page = stocked.url + f"/ui/artifacts/{cuda}"
+    open_page(browser, page)
+    wait(browser, lambda d: strip(d)["code"] == ptx)
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
+    wait(browser, lambda d: strip(d)["pressed"] == [len(dumps[cuda]) - 1])
+    assert strip(browser)["code"] == dumps[cuda][-1]
+    browser.find_element(By.CSS_SELECTOR, '#passes-nav button[data-index="1"]').click()
+    now = strip(browser)
+    assert (now["tab"], now["pressed"], now["code"], now["hash"]) == (
+        ["passes"],
+        [1],
+        dumps[cuda][1],
+        "#pass-1",
+    )
+
+    browser.refresh()  # the same pass, highlighted, over its own IR
+    wait(browser, lambda d: state(d) in SETTLED and strip(d)["buttons"])
+    now = strip(browser)
+    assert (now["tab"], now["pressed"], now["code"]) == (["passes"], [1], dumps[cuda][1]), now
+
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="ptx"]').click()
+    wait(browser, lambda d: strip(d)["code"] == ptx)
+    now = strip(browser)
+    assert now["hidden"] and now["buttons"] == 0 and now["tab"] == ["ptx"] and now["hash"] == ""
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
+    wait(browser, lambda d: strip(d)["buttons"])
+    now = strip(browser)
+    assert (now["pressed"], now["code"]) == ([1], dumps[cuda][1])  # the pick is kept on this page
+
+    # a click that overtakes a load: the passes are asked for, then the PTX, and the passes' answer is held
+    # back until the PTX is shown; when it comes, it draws nothing (the PTX tab and the PTX stay)
+    open_page(browser, page)
+    wait(browser, lambda d: strip(d)["code"] == ptx and busy(d) == "false")
+    browser.execute_script(HOLD_PASSES)
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="ptx"]').click()
+    wait(browser, lambda d: strip(d)["code"] == ptx and d.execute_script("return window.heldPasses === 1"))
+    assert busy(browser) == "true"  # the passes are still out
+    browser.execute_script("window.releasePasses()")
+    wait(browser, lambda d: busy(d) == "false")
+    now = strip(browser)
+    assert (now["tab"], now["buttons"], now["code"], now["hidden"]) == (["ptx"], 0, ptx, True), now
+
+    # another artifact: its own strip, at its last pass
+    open_page(browser, stocked.url + f"/ui/artifacts/{cpu}")
+    browser.find_element(By.CSS_SELECTOR, '.tabs [data-form="passes"]').click()
+    wait(browser, lambda d: strip(d)["buttons"])
+    now = strip(browser)
+    assert (now["pressed"], now["code"]) == ([len(dumps[cpu]) - 1], dumps[cpu][-1]), now
+    assert errors(browser) == []
+
+
+def test_the_kernel_page_shows_the_tile_ir_of_a_build(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
+    """A source kernel's tile IR is that of one of its specialisations: a build's, named beside it. A build
+    whose compile kept its per-pass dumps gives it to any token; one without them (a tune trial's) has it
+    built for a submit token, and a read token is told why it sees none."""
+    use_token(browser, stocked, "read")
+    add_key, tuned_key = stocked.kernels["add_kernel"], stocked.kernels["vadd_tuned"]
+    with stocked.http("read") as http:
+        add = http.get(f"/v1/ui/kernels/{add_key}").json()
+        tuned = http.get(f"/v1/ui/kernels/{tuned_key}").json()
+    assert add["ir"] and add["ir_from"]["constexprs"] == {"BLOCK_SIZE": 1024}
+    open_page(browser, stocked.url + f"/ui/kernels/{add_key}")
+    lines = [li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#ir li")]
+    assert "\n".join(lines) == add["ir"].rstrip("\n") and any("kernel @add_kernel" in x for x in lines)
+    note = browser.find_element(By.ID, "ir-note")
+    assert note.is_displayed() and "BLOCK_SIZE=1024" in note.text and add["ir_from"]["target"] in note.text
+    built = note.find_element(By.TAG_NAME, "a").get_attribute("href")
+    assert built.endswith(f"/ui/artifacts/{add['ir_from']['artifact_id']}")
+
+    assert tuned["ir"] is None and tuned["ir_from"]  # tune trials' builds keep no dumps
+    open_page(browser, stocked.url + f"/ui/kernels/{tuned_key}")
+    assert not browser.find_element(By.ID, "ir").is_displayed()
+    assert "submit scope" in browser.find_element(By.ID, "ir-note").text
+    assert all("403" in m for m in errors(browser)), "only the refused build"
+
+    use_token(browser, stocked, "submit")
+    open_page(browser, stocked.url + f"/ui/kernels/{tuned_key}")
+    with stocked.http("read") as http:  # built once, now kept with that build
+        first = http.get(f"/v1/ui/artifacts/{tuned['ir_from']['artifact_id']}/passes").json()["passes"][0]
+    lines = [li.get_attribute("textContent") for li in browser.find_elements(By.CSS_SELECTOR, "#ir li")]
+    assert first["name"] == "input" and "\n".join(lines) == first["ir"].rstrip("\n")
+    assert "kernel @vadd_tuned" in first["ir"] and "BLOCK=" in browser.find_element(By.ID, "ir-note").text
+    shot(browser, screenshots, "kernel.png")
+    assert errors(browser) == []
+
+
+def test_a_queued_job_no_worker_serves_says_so_on_the_list_and_its_page(
+    browser: Any, stocked: Stocked, screenshots: Path
+) -> None:
+    """A job of a target that no worker serves here waits queued: the list and the job's page say so, and
+    when a worker of that target was last seen (the heartbeat on an earlier job of it). Its row is written
+    into the database: this service (in-process, no GPU of that kind) refuses such a submit itself, as a
+    cluster's API does not (a worker may be starting)."""
+    from sqlalchemy.orm import Session
+
+    from tilec.server.db.engine import make_engine
+    from tilec.server.db.models import TuneJob
+    from tilec.server.jobs.executor import local_targets
+    from tilec.server.jobs.store import now
+
+    target = next(t for t in ("cuda:sm_80", "cuda:sm_90", "cuda:sm_100") if t not in local_targets())
+    seen = datetime(2026, 11, 20, 7, 15, tzinfo=UTC)
+    engine = make_engine(stocked.database_url)
+    try:
+        with Session(engine) as session, session.begin():
+            common = {"kernel_key": stocked.kernels["add_kernel"], "dtypes": "x_ptr:*fp32", "target": target,
+                      "strategy": "halving", "request": {}, "trials": [], "trials_planned": 4, "created_at": now()}  # fmt: skip
+            session.add(TuneJob(tuning_key="e" * 64, key_values='{"n":1}', state="done", trials_done=4,
+                                worker="tilec-gpu-1@gpu-host", heartbeat_at=seen, **common))  # fmt: skip
+            waiting = TuneJob(
+                tuning_key="f" * 64, key_values='{"n":2}', state="queued", trials_done=0, **common
+            )
+            session.add(waiting)
+            session.flush()
+            job_id = waiting.id
+    finally:
+        engine.dispose()
+
+    use_token(browser, stocked, "read")
+    open_page(browser, stocked.url + "/ui/jobs")
+    # read in one call each: the list is redrawn every second, so an element found in one call may be gone by the next
+    cell = wait(browser, lambda d: d.execute_script(
+        """const c = document.querySelector(`#jobs tr[data-job="${arguments[0]}"] .no-worker`);
+        return c && {text: c.innerText, title: c.title};""", job_id))  # fmt: skip
+    assert f"No worker serves {target}" in cell["text"] and "2026-11-20 07:15:00Z" in cell["text"], cell
+    assert f"tilec worker --target {target}" in cell["title"]
+    done_rows = browser.find_elements(By.CSS_SELECTOR, '#jobs tr[data-state="done"] .no-worker')
+    assert not done_rows  # said of a queued job only
+
+    assert click(browser, f'#jobs tr[data-job="{job_id}"] a[href$="/ui/jobs/{job_id}"]')
+    wait(browser, lambda d: d.current_url.endswith(f"/ui/jobs/{job_id}") and state(d) in SETTLED)
+    assert state(browser) == "ready", browser.find_element(By.ID, "notice").text
+    banner = wait(browser, lambda d: d.find_element(By.ID, "no-worker"))
+    assert banner.is_displayed() and f"No worker serves {target}" in banner.text, banner.text
+    assert "2026-11-20 07:15:00Z" in banner.text and f"tilec worker --target {target}" in banner.text
+    assert job_state(browser) == "queued"
+    assert "None yet" in browser.find_element(By.CSS_SELECTOR, "#trials tbody").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")  # a read token
+    assert "submit scope" in browser.find_element(By.ID, "cancel-note").text
+    shot(browser, screenshots, "job.png")
+
+    # a job a worker runs says nothing of the kind; its page lists every config's outcome
+    open_page(browser, stocked.url + f"/ui/jobs/{stocked.tuned['id']}")
+    assert not browser.find_element(By.ID, "no-worker").is_displayed()
+    outcomes = [r.get_attribute("data-status") for r in rows(browser, "trials")]
+    assert outcomes == [t["status"] for t in stocked.tuned["trials"]] and "failed" in outcomes
     assert errors(browser) == []
 
 
@@ -271,10 +477,7 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     open_page(browser, stocked.url + "/ui/jobs")
 
     # the in-process executor runs one job at a time: the other waits, and is cancelled from the page
-    button = wait(
-        browser, lambda d: d.find_element(By.CSS_SELECTOR, f'button.cancel[data-job="{other["id"]}"]')
-    )
-    button.click()
+    wait(browser, lambda d: click(d, f'button.cancel[data-job="{other["id"]}"]'))
     wait(browser, lambda d: (job_row(d, other["id"]) or {}).get("state") == "cancelled")
     assert job_row(browser, other["id"])["cancel"] is False
     assert stocked.wait_job(other["id"])["state"] == "cancelled"
@@ -310,11 +513,43 @@ def test_a_tune_job_advances_live_to_done_and_another_is_cancelled(
     assert errors(browser) == []
 
 
+def job_state(driver: Any) -> str | None:
+    """The job page's state, read in one call (the page redraws its facts each second: an element found in
+    one call may be gone by the next)."""
+    return driver.execute_script("const e = document.getElementById('job-state'); return e && e.textContent")
+
+
+def test_a_job_page_follows_its_job_and_cancels_it(browser: Any, stocked: Stocked) -> None:
+    """A job's own page updates while the job runs (its state and progress, polled each second) and cancels it
+    with a submit token."""
+    with stocked.http("submit") as http:
+        job = http.post(
+            "/v1/tune-jobs",
+            json=job_body(slow_source("vadd_page", SLOW_BLOCKS), SLOW_N, strategy="exhaustive"),
+        ).json()
+    try:
+        use_token(browser, stocked, "submit")
+        open_page(browser, stocked.url + f"/ui/jobs/{job['id']}")
+        assert f"Tune job #{job['id']}: vadd_page on cpu" in browser.find_element(By.ID, "title").text
+        assert not browser.find_element(By.ID, "no-worker").is_displayed()  # cpu: served here
+        # followed live: the page shows "running" without a reload (the job starts once the one before ends)
+        wait(browser, lambda d: job_state(d) == "running", timeout=300)
+        browser.find_element(By.CSS_SELECTOR, "#job-actions button.cancel").click()
+        wait(browser, lambda d: job_state(d) == "cancelled", timeout=120)
+        assert not browser.find_elements(By.CSS_SELECTOR, "#job-actions button.cancel")
+        assert stocked.wait_job(job["id"], timeout=120)["state"] == "cancelled"
+        assert errors(browser) == []
+    finally:
+        with stocked.http("submit") as http:
+            http.post(f"/v1/tune-jobs/{job['id']}/cancel")
+
+
 def test_without_a_valid_token_the_page_shows_nothing(browser: Any, stocked: Stocked) -> None:
     forget_token(browser, stocked)
     tkey, add_key = stocked.tuned["tuning_key"], stocked.kernels["add_kernel"]
+    job = stocked.tuned["id"]
     pages = ["/ui/kernels", f"/ui/kernels/{add_key}", f"/ui/artifacts/{stocked.artifacts['cpu']}", "/ui/tuning",
-             f"/ui/tuning/{tkey}", "/ui/jobs"]  # fmt: skip
+             f"/ui/tuning/{tkey}", "/ui/jobs", f"/ui/jobs/{job}"]  # fmt: skip
     for bogus in (None, "tlc_not_a_token"):
         if bogus:
             browser.execute_script("sessionStorage.setItem('tilec.token', arguments[0])", bogus)
@@ -348,7 +583,8 @@ def test_without_a_valid_token_the_page_shows_nothing(browser: Any, stocked: Sto
             assert r.status_code == 200 and "vadd_tuned" not in r.text and "add_kernel" not in r.text
             assert add_key in page or add_key not in r.text
         for call in ("/v1/ui/kernels", f"/v1/ui/kernels/{add_key}", "/v1/ui/tuning-results", f"/v1/ui/tuning-results/{tkey}",
-                     "/v1/ui/tune-jobs", "/v1/ui/facets", f"/v1/ui/artifacts/{stocked.artifacts['cpu']}/passes"):  # fmt: skip
+                     "/v1/ui/tune-jobs", f"/v1/ui/tune-jobs/{job}", "/v1/ui/facets",
+                     f"/v1/ui/artifacts/{stocked.artifacts['cpu']}/passes"):  # fmt: skip
             assert anonymous.get(call).status_code == 401, call
 
 
@@ -421,6 +657,7 @@ def test_keyboard_only_and_a_narrow_window(browser: Any, stocked: Stocked) -> No
             f"/ui/kernels/{stocked.kernels['add_kernel']}",
             f"/ui/tuning/{stocked.tuned['tuning_key']}",
             "/ui/jobs",
+            f"/ui/jobs/{stocked.tuned['id']}",
         ):
             open_page(browser, stocked.url + page)
             overflow = browser.execute_script(

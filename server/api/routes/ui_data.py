@@ -15,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Row
 from sqlalchemy.orm import Session
 
-from tilec.wire import ErrorPublic, JobState, Text
+from tilec.wire import ErrorPublic, JobState, Text, TuneTrialPublic
 
 from ... import errors as E
 from ...db import browse, crud
 from ...db.artifacts import pack_pass_dumps, unpack_pass_dumps
 from ...db.models import Kernel
+from ...jobs.service import unserved_targets
 from ...service import (
     UNREADABLE,
     build_request,
@@ -36,6 +37,8 @@ from ...ui.models import (
     ArtifactDetailPublic,
     ArtifactRowPublic,
     FacetsPublic,
+    IrFromPublic,
+    JobDetailPublic,
     JobPagePublic,
     JobRowPublic,
     KernelDetailPublic,
@@ -205,13 +208,14 @@ async def kernel(key: Key, state: StateDep, _token: TokenDep) -> KernelDetailPub
         _hidden(state, "artifacts", dropped_a)
         _hidden(state, "tuning_results", dropped_r)
         models = browse.gpu_models(conn, tuning_keys=[r.tuning_key for r in results[: browse.DETAIL_ROWS]])
+        ir, ir_from = (row.ir, None) if row.ir else _ir_of_build(state, conn, key)
         info = _dict(row.info) or {}
         counts: dict[str, int] = {}
         for a in arts:
             counts[a.target] = counts.get(a.target, 0) + 1
         return KernelDetailPublic(
             key=row.key, name=row.name, kind=row.kind, created_at=row.created_at, submitted_by=row.submitted_by,
-            submitter=row.submitter, artifacts=counts, source=row.source, ir=row.ir,
+            submitter=row.submitter, artifacts=counts, source=row.source, ir=ir, ir_from=ir_from,
             params=[p for p in info.get("params") or [] if isinstance(p, dict)],
             autotune=info.get("autotune") if isinstance(info.get("autotune"), dict) else None,
             artifact_rows=_each(state, "artifacts", arts[: browse.DETAIL_ROWS], _artifact_row)[0],
@@ -224,6 +228,25 @@ async def kernel(key: Key, state: StateDep, _token: TokenDep) -> KernelDetailPub
     if found is None:
         raise E.ApiError(404, E.NOT_FOUND, E.MSG_KERNEL_NOT_FOUND.format(key=key), missing="kernel")
     return found
+
+
+def _ir_of_build(state: AppState, conn: Connection, key: str) -> tuple[str | None, IrFromPublic | None]:
+    """A source kernel's tile IR as the frontend built it for one of its builds (the first of the per-pass dumps
+    its compile kept), and that build; (None, the build) when it kept none; (None, None) with no build."""
+    try:
+        build = browse.ir_build(conn, key=key)
+        if build is None:
+            return None, None
+        spec = stored_spec(_json(build.spec))
+        constexprs = {**(spec.get("constexprs") or {}), **(stored_config(_json(build.config)).get("kwargs") or {})}
+        ir_from = IrFromPublic(artifact_id=build.key, target=build.target, signature=spec.get("signature") or {},
+                               constexprs=constexprs)  # fmt: skip
+        dumps = unpack_pass_dumps(build.pass_dumps)
+    except UNREADABLE:
+        _hidden(state, "artifacts", 1)
+        return None, None
+    first = dumps[0] if dumps else None
+    return (first["ir"] if first and first.get("name") == "input" else None), ir_from
 
 
 # artifacts
@@ -398,19 +421,29 @@ async def tuning_result(tuning_key: Key, state: StateDep, _token: TokenDep) -> R
 # tune jobs
 
 
-def _job_row(row: Row) -> JobRowPublic:
-    return JobRowPublic(id=row.id, state=row.state, kernel_key=row.kernel_key, kernel_name=row.kernel_name,
-                        tuning_key=row.tuning_key, key=row.key_values, dtypes=row.dtypes, target=row.target, strategy=row.strategy,
-                        trials_done=row.trials_done, trials_planned=row.trials_planned, worker=row.worker,
-                        deliveries=row.deliveries, error=row.error, best_config=_dict(row.best_config),
-                        best_time_ms=row.best_time_ms, submitted_by=row.submitted_by, created_at=row.created_at,
-                        started_at=row.started_at, finished_at=row.finished_at)  # fmt: skip
+def _job_row(row: Row, cls: type[JobRowPublic] = JobRowPublic, **extra: Any) -> JobRowPublic:
+    return cls(id=row.id, state=row.state, kernel_key=row.kernel_key, kernel_name=row.kernel_name,
+               tuning_key=row.tuning_key, key=row.key_values, dtypes=row.dtypes, target=row.target, strategy=row.strategy,
+               trials_done=row.trials_done, trials_planned=row.trials_planned, worker=row.worker,
+               deliveries=row.deliveries, error=row.error, best_config=_dict(row.best_config),
+               best_time_ms=row.best_time_ms, submitted_by=row.submitted_by, created_at=row.created_at,
+               started_at=row.started_at, finished_at=row.finished_at, **extra)  # fmt: skip
+
+
+async def _mark_unserved(state: AppState, jobs: list[JobRowPublic]) -> None:
+    """Say of each queued job whose target no live worker serves that it waits for one, and since when none
+    was seen: without that it waits "queued" with no word (asked of the executor only when a job waits)."""
+    unserved = await unserved_targets(state, {j.target for j in jobs if j.state == "queued"})
+    for job in jobs:
+        if job.state == "queued" and job.target in unserved:
+            job.no_worker, job.worker_last_seen = True, unserved[job.target]
 
 
 @router.get("/tune-jobs", response_model=JobPagePublic, dependencies=[OnceEach])
 async def tune_jobs(state: StateDep, _token: TokenDep, query: Annotated[JobsQuery, Query()]) -> JobPagePublic:
-    """A page of tune jobs, newest first, with their progress and the worker holding each: by state,
-    target and/or part of the kernel's name. The page polls it; cancel is POST /v1/tune-jobs/{id}/cancel."""
+    """A page of tune jobs, newest first, with their progress and the worker holding each (or, for a queued job
+    no live worker serves, that none does): by state, target and/or part of the kernel's name. The page polls
+    it; cancel is POST /v1/tune-jobs/{id}/cancel."""
     target = _target(query.target)
 
     def read(conn: Connection) -> JobPagePublic:
@@ -420,4 +453,41 @@ async def tune_jobs(state: StateDep, _token: TokenDep, query: Annotated[JobsQuer
         return JobPagePublic(items=items, limit=query.limit, offset=query.offset, more=len(rows) > query.limit,
                              hidden=_hidden(state, "tune_jobs", dropped) + bad)  # fmt: skip
 
-    return await state.query(read)
+    page = await state.query(read)
+    await _mark_unserved(state, page.items)
+    return page
+
+
+def _trials(text: Any) -> list[TuneTrialPublic]:
+    out, value = [], _json(text)
+    for t in value if isinstance(value, list) else []:
+        try:
+            out.append(TuneTrialPublic.model_validate(t))
+        except ValueError:  # a trial the worker wrote in another shape: left out
+            continue
+    return out
+
+
+@router.get("/tune-jobs/{job_id}", response_model=JobDetailPublic, responses=NOT_FOUND)
+async def tune_job(
+    job_id: Annotated[int, Path(ge=1, le=2**31 - 1)], state: StateDep, _token: TokenDep
+) -> JobDetailPublic:
+    """One tune job: as a row of the list, with the outcome of every config it tried so far."""
+
+    def read(conn: Connection) -> JobDetailPublic | None:
+        try:
+            row = browse.job_detail(conn, job_id=job_id)
+            if row is None:
+                return None
+            public = _job_row(row, JobDetailPublic, trials=_trials(row.trials))
+        except UNREADABLE:
+            _hidden(state, "tune_jobs", 1)
+            return None
+        assert isinstance(public, JobDetailPublic)
+        return public
+
+    found = await state.query(read)
+    if found is None:
+        raise E.ApiError(404, E.NOT_FOUND, E.MSG_JOB_NOT_FOUND.format(id=job_id), missing="tune_job")
+    await _mark_unserved(state, [found])
+    return found

@@ -109,6 +109,11 @@ def misses(request: Request) -> HTMLResponse:
     return _page(request, "misses.html", title="Misses", view="misses", section="misses")
 
 
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job(request: Request, job_id: Annotated[int, Path(ge=1, le=2**31 - 1)]) -> HTMLResponse:
+    return _page(request, "job.html", title="Tune job", view="job", section="jobs", key=str(job_id))
+
+
 @router.get("/static/{name:path}")
 def static(request: Request, name: str) -> Response:
     """Our files, revalidated on each page load (an upgrade shows at once; an unchanged file is a 304)."""

@@ -255,13 +255,7 @@
       ["Autotune", configs],
     ]);
     codeLines($("#source"), k.source || "(submitted as tile IR)");
-    if (k.ir) codeLines($("#ir"), k.ir);
-    else {
-      $("#ir").hidden = true;
-      const note = $("#ir-note");
-      note.hidden = false;
-      note.textContent = "Its tile IR is built per specialisation (argument types, constexprs): open an artifact below for the IR of one build, before and after each pass.";
-    }
+    const irShown = kernelIr(k);
     const arts = k.artifact_rows.map((a) =>
       el("tr", { "data-artifact": a.id },
         td(a.target),
@@ -276,6 +270,49 @@
     if (k.artifacts_more) $("#artifacts").after(el("p", { class: "note" }, "Only the first 500 artifacts are listed."));
     fillRows($("#results"), k.results.map((r) => resultRow(r, false)), "No tuning result yet.", 7);
     ready($("#detail"));
+    await irShown;
+  }
+
+  // A kernel's tile IR as the frontend builds it (it reads the source with `ast` and runs none of it). A source
+  // kernel's IR depends on its specialisation (argument types, constexprs): the one of a build of it, named
+  // in the note. When that build kept no per-pass dumps, they are computed (a submit token's request), and
+  // the first is this IR.
+  async function kernelIr(k) {
+    const note = $("#ir-note");
+    const list = $("#ir");
+    const say = (...parts) => {
+      note.replaceChildren(...parts);
+      note.hidden = false;
+    };
+    const from = k.ir_from;
+    const build = from && link(`/ui/artifacts/${enc(from.artifact_id)}`, `the ${from.target} build ${from.artifact_id.slice(0, 12)}`);
+    const spec = from && [
+      Object.entries(from.signature).map(([n, t]) => `${n}: ${t}`).join(", "),
+      Object.entries(from.constexprs).map(([n, v]) => `${n}=${v}`).join(" "),
+    ].filter(Boolean).join("; ");
+    if (from) say("As the frontend builds it for ", build, spec ? ` (${spec})` : "", ": open that build for its IR after each pass.");
+    let ir = k.ir;
+    if (!ir && from) {
+      say("Building the tile IR for ", build, spec ? ` (${spec})` : "", "…");
+      try {
+        const dumps = await api(`/v1/ui/artifacts/${enc(from.artifact_id)}/passes`);
+        ir = dumps.passes[0].ir;
+        say("As the frontend builds it for ", build, spec ? ` (${spec})` : "", ": open that build for its IR after each pass.");
+      } catch (err) {
+        list.hidden = true;
+        if (err.status === 403) say("Its tile IR is built per specialisation, here that of ", build, ": building it needs a token with the submit scope (the compile pool runs the frontend on the stored source).");
+        else say(`Its tile IR for that build could not be had. ${explain(err)}`);
+        return;
+      }
+    }
+    if (!ir) {
+      list.hidden = true;
+      say("Its tile IR is built per specialisation (argument types, constexprs), and it has no build yet: compile it once and its IR shows here.");
+      return;
+    }
+    if (!from) note.hidden = true;
+    list.hidden = false;
+    codeLines(list, ir);
   }
 
   async function artifactView() {
@@ -306,31 +343,64 @@
       if (form !== "passes" && !a.forms.includes(form)) b.hidden = true;
       b.addEventListener("click", () => show(form));
     }
+    // The strip, the highlighted pass and the IR shown are one state: `shown` counts the loads, and a load that
+    // another click overtook draws nothing; the strip is emptied before a load, so neither a failed load nor
+    // a slow one leaves an earlier strip's highlight over other code. The pass picked is kept in the URL's
+    // fragment (#pass-N): a reload shows that pass again; another artifact's page starts at the last pass.
+    let shown = 0;
+    let dumps = null;
+    let picked = null; // the pass picked on this page, kept when another tab is shown and this one again
+    let loading = 0; // loads in flight: the code box is aria-busy until the last one has ended
     async function show(form) {
+      const mine = ++shown;
+      loading += 1;
+      $("#code").setAttribute("aria-busy", "true");
+      try {
+        await load(form, mine);
+      } finally {
+        loading -= 1;
+        if (!loading) $("#code").setAttribute("aria-busy", "false");
+      }
+    }
+    async function load(form, mine) {
       for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.form === form));
       const note = $("#code-note");
       const nav = $("#passes-nav");
+      nav.replaceChildren();
       nav.hidden = form !== "passes";
       $("#code").replaceChildren();
+      delete $("#code").dataset.pass;
+      if (form !== "passes") history.replaceState(null, "", location.pathname + location.search);
       note.textContent = form === "passes" ? "Running the passes again on the stored source…" : "Loading…";
       try {
         if (form === "passes") {
-          const dumps = await api(`/v1/ui/artifacts/${enc(KEY)}/passes`);
-          showPasses(dumps.passes);
+          dumps = dumps || (await api(`/v1/ui/artifacts/${enc(KEY)}/passes`)).passes;
+          if (mine !== shown) return;
+          showPasses(dumps, wantedPass(dumps.length));
           note.textContent = "The tile IR as the frontend builds it, then after each pass (recomputed from the stored source, spec and config).";
         } else {
-          codeLines($("#code"), await api(`/v1/artifacts/${enc(KEY)}/${form}`, { text: true }));
+          const text = await api(`/v1/artifacts/${enc(KEY)}/${form}`, { text: true });
+          if (mine !== shown) return;
+          codeLines($("#code"), text);
           note.textContent = "";
         }
       } catch (err) {
-        note.textContent = explain(err);
+        if (mine === shown) note.textContent = explain(err);
       }
     }
-    function showPasses(passes) {
+    function wantedPass(count) {
+      const m = /^#pass-(\d+)$/.exec(location.hash);
+      const i = picked ?? (m ? parseInt(m[1], 10) : count - 1);
+      return i >= 0 && i < count ? i : count - 1;
+    }
+    function showPasses(passes, first) {
       const nav = $("#passes-nav");
       const pick = (i) => {
         for (const b of nav.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.index === String(i)));
         codeLines($("#code"), passes[i].ir);
+        $("#code").dataset.pass = String(i);
+        picked = i;
+        history.replaceState(null, "", `${location.pathname}${location.search}#pass-${i}`);
       };
       nav.replaceChildren(...passes.map((p, i) => {
         const same = i > 0 && passes[i - 1].ir === p.ir;
@@ -339,10 +409,10 @@
         b.addEventListener("click", () => pick(i));
         return b;
       }));
-      pick(passes.length - 1);
+      pick(first);
     }
     ready($("#detail"));
-    const first = a.forms.includes("ptx") ? "ptx" : a.forms.includes("llir") ? "llir" : "passes";
+    const first = /^#pass-\d+$/.test(location.hash) ? "passes" : a.forms.includes("ptx") ? "ptx" : a.forms.includes("llir") ? "llir" : "passes";
     await show(first);
   }
 
@@ -496,6 +566,19 @@
     ready($("#detail"));
   }
 
+  // a queued job whose target no live worker serves waits until one starts: said, with when one was last seen
+  function noWorker(j, full) {
+    const start = `tilec worker --target ${j.target}`;
+    if (!full) {
+      const last = j.worker_last_seen ? ["last seen ", when(j.worker_last_seen)] : ["none seen yet"];
+      return el("span", { class: "no-worker", title: `It waits queued until one starts: ${start}, on a machine with that GPU` },
+        `No worker serves ${j.target}`, el("br"), el("small", {}, ...last));
+    }
+    const seen = j.worker_last_seen ? ["a worker of it was last seen ", when(j.worker_last_seen)] : ["none was seen yet"];
+    return [`No worker serves ${j.target}: this job waits queued until one starts (`, ...seen, "). Start one with ",
+      el("code", {}, start), " on a machine with that GPU."];
+  }
+
   function jobsView(who) {
     const q = filters(["state", "name", "target"]);
     fillChoices();
@@ -515,13 +598,13 @@
         ? link(`/ui/tuning/${enc(j.tuning_key)}`, bestText, { class: "result", "aria-label": `tuning result of job ${j.id}` })
         : bestText;
       return el("tr", { "data-job": j.id, "data-state": j.state },
-        td(`#${j.id}`),
+        td(link(`/ui/jobs/${enc(j.id)}`, `#${j.id}`, { "aria-label": `tune job ${j.id}` })),
         td(link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name), el("br"), el("code", { class: "key" }, j.key || "(no key)")),
         td(j.target),
         td(j.strategy),
         td(el("span", { class: `state state-${j.state}`, title: j.error || "" }, j.state)),
         el("td", { class: "progress" }, progress, el("span", { class: "count" }, ` ${j.trials_done} / ${j.trials_planned}`)),
-        td(j.worker ? el("code", {}, j.worker) : ""),
+        td(j.worker ? el("code", {}, j.worker) : j.no_worker ? noWorker(j, false) : ""),
         td(when(j.created_at)),
         td(best),
         td(action));
@@ -604,9 +687,82 @@
     ready($("#misses-box"));
   }
 
+  // one job: its facts, whether a worker serves it, every config's outcome so far; polled while it is active
+  function jobView(who) {
+    const canCancel = !who.auth || who.scopes.includes("submit");
+    let timer = 0;
+
+    async function refresh() {
+      clearTimeout(timer);
+      let j;
+      try {
+        j = await api(`/v1/ui/tune-jobs/${enc(KEY)}`);
+      } catch (err) {
+        notice(explain(err));
+        throw err;
+      }
+      notice("");
+      document.title = `Job #${j.id} · Tune job · tilec`;
+      $("#title").textContent = `Tune job #${j.id}: ${j.kernel_name} on ${j.target}`;
+      const banner = $("#no-worker");
+      banner.hidden = !(j.state === "queued" && j.no_worker);
+      banner.replaceChildren(...(banner.hidden ? [] : noWorker(j, true)));
+      const done = j.state === "done" && j.best_time_ms != null;
+      facts($("#facts"), [
+        ["Kernel", link(`/ui/kernels/${enc(j.kernel_key)}`, j.kernel_name)],
+        ["State", el("span", { class: `state state-${j.state}`, id: "job-state" }, j.state)],
+        ["Progress", `${j.trials_done} / ${j.trials_planned} configs`],
+        ["Target", j.target],
+        ["Strategy", j.strategy],
+        ["Key values", j.key || "(none)"],
+        ["Dtypes", j.dtypes],
+        ["Worker", j.worker ? el("code", {}, j.worker) : j.state === "queued" ? "none yet" : ""],
+        ["Deliveries", j.deliveries || ""],
+        ["Best", done ? link(`/ui/tuning/${enc(j.tuning_key)}`, `${ms(j.best_time_ms)} ms (${configLabel(j.best_config)})`, { class: "result" }) : ""],
+        ["Error", j.error ? el("pre", { class: "reason" }, j.error) : ""],
+        ["Submitted", when(j.created_at)],
+        ["Started", when(j.started_at)],
+        ["Finished", when(j.finished_at)],
+      ]);
+      const actions = $("#job-actions");
+      const active = ACTIVE.has(j.state);
+      if (canCancel && active && !$("button.cancel", actions)) {
+        const b = el("button", { type: "button", class: "cancel", "data-job": j.id }, "Cancel this job");
+        b.addEventListener("click", async () => {
+          b.disabled = true;
+          try {
+            await api(`/v1/tune-jobs/${enc(j.id)}/cancel`, { method: "POST" });
+          } catch (err) {
+            notice(explain(err));
+          }
+          refresh().catch(() => {});
+        });
+        actions.replaceChildren(b);
+      } else if (!canCancel && active) {
+        actions.replaceChildren(el("span", { class: "note", id: "cancel-note" }, "Cancelling a job needs a token with the submit scope."));
+      } else if (!active) actions.replaceChildren();
+      const reason = (text) => (text && text.includes("\n") ? el("pre", { class: "reason" }, text) : text || "");
+      const trials = j.trials.map((t) => el("tr", { "data-status": t.status },
+        td(configLabel(t.config)),
+        td(t.status),
+        td(ms(t.time_ms)),
+        td(t.lo_ms == null ? "" : `${ms(t.lo_ms)} – ${ms(t.hi_ms)}`),
+        td(t.gpu_model || (t.time_ms == null ? "" : "cpu")),
+        td(reason(t.reason))));
+      fillRows($("#trials"), trials, j.state === "queued" ? "None yet: the job has not started." : "None recorded.", 6);
+      ready($("#detail"));
+      if (active) timer = setTimeout(() => refresh().catch(() => {}), document.hidden ? POLL_MS * 5 : POLL_MS);
+    }
+
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden && $("#detail").dataset.ready === "true") refresh().catch(() => {});
+    });
+    return refresh();
+  }
+
   const VIEWS = {
     kernels: kernelsView, kernel: kernelView, artifact: artifactView, tuning: tuningView, result: resultView, jobs: jobsView,
-    misses: missesView,
+    misses: missesView, job: jobView,
   };
 
   async function start() {
