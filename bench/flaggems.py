@@ -1,17 +1,21 @@
-"""A Triton operator library's own test suite under the drop-in vs plain Triton: FlagGems (`pip install
-flag-gems`; its tests are in its repository, FlagOpen/FlagGems, tests/ - not vendored here).
+"""A Triton operator library's own test suite under the drop-in vs plain Triton: FlagGems (its repository,
+FlagOpen/FlagGems: src/ and tests/, not vendored here; bench/gpu_run.sh's flaggems stage takes them from
+.wt/flaggems).
 
-Each test file runs twice with pytest: under plain Triton, and under `python -m tilec run -m pytest`
-(every @triton.jit kernel of flag_gems launches through tilec; one tilec cannot compile runs under Triton
-and is counted). Per-test outcomes come from pytest's JUnit XML. The summary: tests that pass under Triton,
-how many of them pass under tilec (the issue asks for 95%), the rest by reason (first line of the failure),
-and tilec.stats() of the tilec runs (kernels routed, distinct kernels tilec launched, fallbacks by reason).
-`--static` also reads every routed kernel of flag_gems into a bundle (the resolver and the reader, no
-launch): kernels read vs refused, by reason.
+Each test file runs under plain Triton and under `python -m tilec run -m pytest` (every @triton.jit kernel
+of flag_gems launches through tilec). The tilec run is TILEC_STRICT=fallback: a kernel tilec cannot compile
+fails its test instead of running under Triton, so no Triton build counts as a tilec pass (`--lenient` lets
+it fall back, counted in tilec.stats()). Files spread over every GPU (`--gpus`, `--slots` pytest processes
+per GPU), a file's tests over `--shards` processes, one test in `--sample` (chosen by a hash of its id: the
+same ones under both). A plugin writes each test's outcome, first error lines and duration as it ends, so a
+run stopped at `--deadline` still reports every test it finished; `--summarize` re-reads a --logs folder.
+The summary: tests that pass under Triton, how many of them pass under tilec (the issue asks for 95%), the
+rest by reason, and tilec.stats(). `--static` also reads every routed kernel of flag_gems into a bundle.
 
-Usage (GPU machine, repo root, flag_gems installed):
+Usage (GPU machine, repo root, FlagGems' src on PYTHONPATH):
     python3 bench/flaggems.py PATH/TO/FlagGems/tests [--files test_unary_pointwise_ops.py,...] [--static]
-        [--json OUT] [--timeout 3600] [--pytest-args "-k 'not big'"]
+        [--json OUT] [--logs DIR] [--sample 6] [--shards 4] [--slots 6] [--deadline 250]
+        [--pytest-args "--mode quick"]
 """
 
 from __future__ import annotations
