@@ -20,7 +20,7 @@ from typing import Any
 from tilec.compiler.artifact import Artifact
 from tilec.compiler.tune.keys import tuning_key
 from tilec.runtime.grid import check_grid
-from tilec.runtime.launch import launch, select_target, specialise
+from tilec.runtime.launch import BF16Array, launch, select_target, specialise
 
 from ._exceptions import ArgumentError, TilecError, VerificationError
 
@@ -114,12 +114,10 @@ class _Entry:
                 shown = f"{name}={bound[name]!r}" if not arg.type.startswith("*") else f"{name} (an array)"
                 return f"{shown} does not have the build's hints {_json(missing)}"
         if self.data["kind"] == "tuned":
-            from ._jit import _key_value
-
             names = [n for n in self.data.get("key_names") or [] if n in self.signature]
             # no autotune key: the build fits any call (a kernel without a decorator is keyed by its launch)
             key = names and tuning_key(kernel_key=self.data.get("kernel_key", ""), key_names=names,
-                                       value=lambda n: _key_value(bound[n], types[n]), runtime=list(self.signature),
+                                       value=lambda n: key_value(bound[n], types[n]), runtime=list(self.signature),
                                        signature=types, target=self.data["target"]).key  # fmt: skip
             if names and key != self.data["key"]:
                 return f"its tuning key is {self.data['key']}, the call's {key}"
@@ -276,3 +274,13 @@ def load_index(directory: str | os.PathLike, *, trusted_keys: Any = None) -> Ker
         by_name.setdefault(entry["name"], []).append(_Entry(entry, root))
     kernels = {name: IndexedKernel(name, entries, trusted) for name, entries in by_name.items()}
     return KernelIndex(root, kernels, str(data.get("target", "")))
+
+
+def key_value(value: Any, triton_type: str) -> Any:
+    """An autotune key argument's value in a tuning key: a tensor (or a descriptor) is its shape and dtype."""
+    if triton_type.startswith("tensordesc"):
+        return {"shape": [int(d) for d in value.shape], "dtype": triton_type}
+    if not triton_type.startswith("*"):
+        return value
+    shape = value.bits.shape if isinstance(value, BF16Array) else value.shape
+    return {"shape": [int(d) for d in shape], "dtype": triton_type[1:]}

@@ -36,6 +36,7 @@ from tilec.runtime.tensordesc import is_descriptor
 
 from . import _pulled, _record, _strict
 from ._exceptions import ArchMismatchError, ArgumentError
+from ._index import key_value as _key_value
 from ._shared import LAUNCH_OPTIONS as _LAUNCH_OPTIONS
 from ._shared import ServerBuilds, SharedResults, _config
 
@@ -579,16 +580,6 @@ def _given(param: Any, bound: dict[str, Any]) -> Any:
     if param.name in bound:
         return bound[param.name]
     return param.default if param.has_default else None
-
-
-def _key_value(value: Any, triton_type: str) -> Any:
-    """An autotune key argument's value in a tuning key: a tensor (or a descriptor) is its shape and dtype."""
-    if triton_type.startswith("tensordesc"):
-        return {"shape": [int(d) for d in value.shape], "dtype": triton_type}
-    if not triton_type.startswith("*"):
-        return value
-    shape = _data(value).shape if isinstance(value, BF16Array) else value.shape
-    return {"shape": [int(d) for d in shape], "dtype": triton_type[1:]}
 
 
 def _data(v: np.ndarray | BF16Array) -> np.ndarray:

@@ -89,11 +89,26 @@ def test_grouped_gemm_problem_table_in_memory() -> None:
                {2: ref.astype(F32)}, rtol=1e-2, atol=2e-2)
 
 
-def test_int_to_pointer_casts_are_refused_clearly() -> None:
+def test_int_to_pointer_casts_follow_a_table_of_addresses() -> None:
+    """Addresses kept in an int64 table (Triton's grouped GEMM): on the cpu target they are host addresses
+    (the interpreter's memory has its own, so it is not re-enacted here)."""
     k = kernel("grouped_ptr_array")
-    src = [np.ones(5, F16)]
-    ptrs = np.array([a.ctypes.data for a in src], I64)
-    with pytest.raises(CompileError, match=r"cannot cast i64 scalar to a pointer") as exc:
+    r = rng()
+    src = [r.standard_normal(n).astype(F16) for n in (5, 19, 1)]
+    dst = [np.full(n, 7, F16) for n in (5, 19, 1)]
+    table = np.array([a.ctypes.data for a in src], I64)
+    k[(3,)](table, np.array([a.ctypes.data for a in dst], I64), np.array([5, 19, 1], I32), BLOCK=8)
+    for a, b in zip(src, dst, strict=True):
+        np.testing.assert_array_equal(b, a)
+
+
+def test_an_int32_is_never_a_pointer() -> None:
+    narrow = kernel("grouped_ptr_array").source.replace("tl.load(src_ptrs + g).to(", "tl.load(src_ptrs + g).to(tl.int32).to(")
+    from tilec import client
+
+    k = client.jit(narrow, "grouped_copy_ptr_array")
+    ptrs = np.zeros(1, I64)
+    with pytest.raises(CompileError, match="only 64-bit integers hold addresses") as exc:
         k[(1,)](ptrs, ptrs.copy(), np.array([5], I32), BLOCK=8)
     assert exc.value.line == 9
 

@@ -4,6 +4,7 @@ compiler version before, on the same GPU model."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -11,9 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tilec.wire import HistoryPointPublic, SlowerKeyPublic, Text
 
+from ... import errors as E
 from ...db import decisions
 from ..deps import OnceEach, ReadSessionDep, TokenDep
-from .pins import _key
+
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def _key(tuning_key: str) -> str:
+    """A tuning key as the path gives it: 64 hex digits, else the same 422 as the pins' routes."""
+    if not _HEX.fullmatch(tuning_key):
+        raise E.ApiError(422, E.INVALID_REQUEST, E.MSG_TUNING_KEY_FORM)
+    return tuning_key
 
 router = APIRouter(prefix="/tuning-history", tags=["tuning"])
 
