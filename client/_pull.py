@@ -326,16 +326,21 @@ class Puller:
             return None
         return data
 
-    def _keep(self, p: Planned, manifest: Any, tuning_key: str | None) -> None:
-        """Verify the build (its binary held already or downloaded), write it, and add its index entry."""
+    def _fetched(self, p: Any, manifest: Any) -> Any:
+        """Verify the build (its binary held already or downloaded) and write its binary; the fetch result."""
         self.on_step(f"{p.entry.name}: fetching")
         got = fetch(self.client, manifest, target=self.target, trusted=self.trusted, held=self.held)
-        body = got.manifest.manifest
         if got.downloaded:
-            write_atomic(self.out / "blobs" / body.sha256, got.binary)
+            write_atomic(self.out / "blobs" / got.manifest.manifest.sha256, got.binary)
             self.report.downloaded += 1
         else:
             self.report.up_to_date += 1
+        return got
+
+    def _keep(self, p: Planned, manifest: Any, tuning_key: str | None) -> None:
+        """Verify and write the build, and add its index entry."""
+        got = self._fetched(p, manifest)
+        body = got.manifest.manifest
         _write_if_changed(
             self.out / "manifests" / f"{body.sha256}.json", got.manifest.model_dump_json().encode()
         )
@@ -554,14 +559,8 @@ class RecordPuller(Puller):
         return job
 
     def _keep(self, p: Any, manifest: Any, tuning_key: str | None) -> None:
-        self.on_step(f"{p.entry.name}: fetching")
-        got = fetch(self.client, manifest, target=self.target, trusted=self.trusted, held=self.held)
+        got = self._fetched(p, manifest)
         body = got.manifest.manifest
-        if got.downloaded:
-            write_atomic(self.out / "blobs" / body.sha256, got.binary)
-            self.report.downloaded += 1
-        else:
-            self.report.up_to_date += 1
         from ._cache import _is_sha
 
         named = [body.artifact_id] + ([tuning_key] if tuning_key is not None else [])

@@ -12,7 +12,6 @@ from typing import Any
 
 from ..errors import CompileError, UnsupportedSyntaxError
 from ..ir import Block, Function, Module, Operation, Region
-from ..ir.core import uses_in
 from ..ir.ops import OPS, PURE
 from ..ir.types import PointerType, TileType, make_type
 from .library import expand_dims, norm_axis
@@ -135,10 +134,7 @@ def check_pure_scalar(module: Module, call: Operation, name: str, error: Callabl
         if f is None or f.name in seen:
             continue
         seen.add(f.name)
-        uses = uses_in(f.body.block)
         for op in f.walk():
-            if op.results and not any(r in uses for r in op.results) and no_effects(module, op, set()):
-                continue  # dead code, such as a tile made only for its dtype (`promote_to_tensor(x).dtype`)
             problem = _problem(op)
             if problem is not None:
                 node = SimpleNamespace(lineno=op.loc.line, col_offset=op.loc.col - 1) if op.loc else None
