@@ -22,6 +22,18 @@ def child(mode: str) -> None:
         import tilec
 
         tilec.install(strict=True)
+        from tilec.runtime import cuda as _cuda
+
+        original = _cuda.Launcher.__call__
+
+        def traced(self, raw, grid, stream):  # the arguments of a launch the packer refuses, for the report
+            try:
+                return original(self, raw, grid, stream)
+            except Exception as exc:
+                kinds = [f"{type(r).__name__}:{r!r}"[:60] for r in raw]
+                raise type(exc)(f"{exc}; packed {kinds}") from None
+
+        _cuda.Launcher.__call__ = traced
     import flag_gems
     import torch
 
@@ -36,7 +48,10 @@ def child(mode: str) -> None:
                     with flag_gems.use_gems():
                         got.append(torch.full_like(inp, fill))
             except Exception as exc:  # noqa: BLE001 - each case reports for itself
-                out[f"full_like {dt} {fill}"] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+                import traceback
+
+                tb = "".join(traceback.format_exception(exc)[-6:])
+                out[f"full_like {dt} {fill}"] = {"error": f"{type(exc).__name__}: {exc}"[:600], "tb": tb[-1500:]}
                 continue
             bad = [int((g != want).sum()) for g in got]
             out[f"full_like {dt} {fill}"] = {"mismatched": bad, "first": [g[:3].tolist() for g in got]}
@@ -51,7 +66,44 @@ def child(mode: str) -> None:
         out["dropout_masks"] = masks
     except Exception as exc:  # noqa: BLE001
         out["dropout_error"] = f"{type(exc).__name__}: {exc}"[:400]
+    out["kron"] = kron_timing(flag_gems, torch, profile=mode == "tilec")
     print(json.dumps(out))
+
+
+def kron_timing(flag_gems, torch, profile: bool) -> dict:
+    """Seconds per torch.kron call (FlagGems' autotuned kernel, key M, N) over a few shapes and dtypes, the
+    first call of each (autotuning) and a second; under tilec, cProfile's top entries of the whole loop."""
+    import cProfile
+    import io
+    import pstats
+    import time
+
+    times = []
+    prof = cProfile.Profile() if profile else None
+    try:
+        for dt in (torch.float32, torch.int32):
+            for sa, sb in (((2, 3), (4, 5)), ((16, 16), (8, 8)), ((3, 33), (17, 5))):
+                a = (torch.randn(sa, device="cuda") * 5).to(dt)
+                b = (torch.randn(sb, device="cuda") * 5).to(dt)
+                for i in range(2):
+                    t0 = time.perf_counter()
+                    if prof:
+                        prof.enable()
+                    with flag_gems.use_gems():
+                        r = torch.kron(a, b)
+                    torch.cuda.synchronize()
+                    if prof:
+                        prof.disable()
+                    ok = bool(torch.equal(r, torch.kron(a, b)))
+                    times.append(f"{dt} {sa}x{sb} call {i}: {time.perf_counter() - t0:.3f} s {'ok' if ok else 'WRONG'}")
+    except Exception as exc:  # noqa: BLE001
+        times.append(f"error {type(exc).__name__}: {exc}"[:400])
+    res: dict = {"times": times}
+    if prof:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
+        res["profile"] = buf.getvalue()[-6000:]
+    return res
 
 
 def main() -> None:
@@ -73,7 +125,7 @@ def main() -> None:
             if name == "dropout_error":
                 print(f"{mode}: dropout: {r}")
             elif name != "dropout_masks" and "error" in r:
-                print(f"{mode}: {name}: {r['error']}")
+                print(f"{mode}: {name}: {r['error']}\n{r.get('tb', '')}")
             elif name != "dropout_masks" and any(r["mismatched"]):
                 print(f"{mode}: {name}: mismatched {r['mismatched']} first values {r['first']}")
     if all("dropout_masks" in r for r in runs.values()):
@@ -81,6 +133,11 @@ def main() -> None:
             a, b = runs["triton"]["dropout_masks"][i], runs["tilec"]["dropout_masks"][i]
             same = sum(x == y for x, y in zip(a, b, strict=True))
             print(f"dropout p={p}: tilec's mask equals Triton's on {same}/{len(a)} elements; kept {sum(a)} vs {sum(b)}")
+    for mode, res in runs.items():
+        kron = res.get("kron") or {}
+        print(f"{mode}: kron\n  " + "\n  ".join(kron.get("times", [])))
+        if kron.get("profile"):
+            print(kron["profile"])
     print("probe done")
 
 

@@ -89,14 +89,19 @@ if [ "$stage" = flaggems ]; then
     (  # each step gets what is left of the suite's deadline ($SECONDS counts from this subshell's start)
       export CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 ))
       left() { echo $(( dl + 30 - SECONDS > 5 ? dl + 30 - SECONDS : 5 )); }
-      timeout 90 python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
       if [ "${ZERO_JIT:-}" = 1 ]; then  # issue 27 on the GPU: record, pull, strict (`tilec` as a command)
         mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
         PATH=/tmp/bin:$PATH timeout "$(left)" python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" \
           > "$OUT/zero_jit.log" 2>&1
       fi
       [ -n "${TUTORIALS:-}" ] && timeout "$(left)" python3 bench/tutorials.py .wt/tutorials --only "$TUTORIALS" \
-        --timeout 60 --json "$OUT/tutorials.json" > "$OUT/tutorials.log" 2>&1
+        --timeout 60 > "$OUT/tutorials.log" 2>&1
+      if [ "${DIAG:-}" = 1 ]; then  # issue 24's diagnostics: where a torch.compile'd call's host time goes, and
+        # each autotune config of the bench matmuls alone under both (timed beside the suite: ratios, not figures)
+        { timeout 90 python3 bench/speed.py --profile --only "none" --budget-s 1; timeout 120 python3 bench/config_sweep.py; } \
+          > "$OUT/diag.log" 2>&1
+      fi
+      timeout "$(left)" python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
     ) &
   fi
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
@@ -105,7 +110,7 @@ if [ "$stage" = flaggems ]; then
     ${FLAGGEMS_ARGS:-} 2>&1 | tee "$OUT/flaggems.log" | tail -50
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
   wait; [ -f "$OUT/probe.log" ] && tail -20 "$OUT/probe.log"; [ -f "$OUT/tutorials.log" ] && tail -30 "$OUT/tutorials.log"
-  [ -f "$OUT/zero_jit.log" ] && tail -25 "$OUT/zero_jit.log"
+  [ -f "$OUT/zero_jit.log" ] && tail -25 "$OUT/zero_jit.log"; [ -f "$OUT/diag.log" ] && grep -v -i warn "$OUT/diag.log" | tail -70
 fi
 if [ "$stage" = dropin ]; then
   # issues 23 and 24 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings) on
