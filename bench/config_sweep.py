@@ -65,7 +65,7 @@ def sweep(name: str) -> None:
             try:
                 call(k, meta, opts)
                 torch.cuda.synchronize()
-                times[side] = triton.testing.do_bench(lambda k=k: call(k, meta, opts), warmup=25, rep=100)
+                times[side] = triton.testing.do_bench(lambda k=k, m=meta, o=opts: call(k, m, o), warmup=25, rep=100)
             except Exception as exc:  # noqa: BLE001 - the row says why
                 times[side] = float("nan")
                 row += f" {side} error {type(exc).__name__}: {str(exc)[:160]}"
