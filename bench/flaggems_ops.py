@@ -63,8 +63,9 @@ def child(mode: str, only: set[str]) -> None:
     import triton
 
     if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6 (see bench/flaggems.py): bypass it
-        from flag_gems.utils import libentry
+        import importlib
 
+        libentry = importlib.import_module("flag_gems.utils.libentry")  # the package exports a function of that name
         cached = libentry.LibEntry.run
 
         def uncached(self, *args, **kwargs):

@@ -22,8 +22,8 @@ launcher (client/inductor.py TilecKernel) on NumPy arrays, as the generated wrap
     python3 bench/zero_jit.py --target cuda:sm_90 --json bench/results_zero_jit_h100.json
 
 On the lent GPU machine `tilec serve` needs wheels its image lacks: `bash ../shared/device/wheels.sh
-platformdirs filelock` here, carry .whl (the first GPU attempt, results_zero_jit_h100x4.log, stopped on a
-missing platformdirs), and a `tilec` command (bench/gpu_run.sh's flaggems stage makes one with ZERO_JIT=1).
+platformdirs filelock cryptography cffi pycparser` here, carry .whl (the first two GPU attempts stopped on a
+missing platformdirs, then on a missing cryptography), and a `tilec` command (bench/gpu_run.sh's flaggems stage makes one with ZERO_JIT=1).
 """
 
 from __future__ import annotations
