@@ -113,23 +113,31 @@ if [ "$stage" = flaggems ]; then
   [ -f "$OUT/zero_jit.log" ] && tail -25 "$OUT/zero_jit.log"; [ -f "$OUT/diag.log" ] && grep -v -i warn "$OUT/diag.log" | tail -70
 fi
 if [ "$stage" = dropin ]; then
-  # issues 23 and 24 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings) on
-  # every GPU but the last; on the last, one after another, Triton's tutorials under the drop-in (carry them as
-  # .wt/tutorials), FlagGems' ops timed under Triton and tilec, and the speed table (SPEED_BUDGET s)
+  # issues 23, 24 and 27 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings)
+  # on every GPU but the last; on the last, one after another while the suite runs: the speed table (SPEED_BUDGET
+  # s), the GPU tests of warm launches, zero_jit (record, pull, strict), FlagGems' ops timed under Triton and
+  # tilec, each config of the bench matmuls alone, and the probe; the steps after the speed table share one log
   export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
   n=$(nvidia-smi -L | grep -c '^GPU '); last=$((n - 1)); dl=${FLAGGEMS_DEADLINE:-300}
+  mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
   (
     export CUDA_VISIBLE_DEVICES=$last
-    timeout 200 python3 bench/tutorials.py .wt/tutorials --timeout 120 > "$OUT/tutorials.log" 2>&1
-    timeout 240 python3 bench/flaggems_ops.py --json "$OUT/flaggems_ops.json" > "$OUT/flaggems_ops.log" 2>&1
-    timeout $((${SPEED_BUDGET:-200} + 60)) python3 bench/speed.py --budget-s "${SPEED_BUDGET:-200}" --json "$OUT/speed.json" \
+    left() { echo $(( dl + 40 - SECONDS > 5 ? dl + 40 - SECONDS : 5 )); }
+    timeout $((${SPEED_BUDGET:-150} + 60)) python3 bench/speed.py --budget-s "${SPEED_BUDGET:-150}" --json "$OUT/speed.json" \
       2>&1 | grep -v -i warn > "$OUT/speed.log"
+    x="$OUT/extras.log"
+    timeout 90 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_launch_gpu.py \
+      > "$x" 2>&1
+    PATH=/tmp/bin:$PATH timeout "$(left)" python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" >> "$x" 2>&1
+    timeout "$(left)" python3 bench/flaggems_ops.py >> "$x" 2>&1
+    timeout "$(left)" python3 bench/config_sweep.py >> "$x" 2>&1
+    timeout "$(left)" python3 bench/flaggems_probe.py >> "$x" 2>&1
   ) &
   side=$!
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
-    --gpus "$last" --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --json "$OUT/flaggems.json" \
-    --logs "$OUT/flaggems_logs" ${FLAGGEMS_ARGS:-} > "$OUT/flaggems.log" 2>&1
+    --gpus "$last" --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --shards "${FLAGGEMS_SHARDS:-1}" \
+    --json "$OUT/flaggems.json" --logs "$OUT/flaggems_logs" ${FLAGGEMS_ARGS:-} > "$OUT/flaggems.log" 2>&1
   wait $side
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
-  tail -45 "$OUT/flaggems.log"; tail -12 "$OUT/tutorials.log"; cat "$OUT/flaggems_ops.log"; tail -40 "$OUT/speed.log"
+  tail -30 "$OUT/flaggems.log"; tail -36 "$OUT/speed.log"; grep -v -i warn "$OUT/extras.log" | tail -90
 fi
