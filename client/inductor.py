@@ -17,6 +17,7 @@ torch is imported only when the integration is used.
 from __future__ import annotations
 
 import contextlib
+import struct
 import threading
 import warnings
 from typing import Any
@@ -57,13 +58,49 @@ class TilecKernel:
         fixed = [g for g in self.spec.inductor_meta.get("fixed_grid") or () if isinstance(g, str)]
         self._grid_pos = [i for i, n in enumerate(self.names) if n in _GRID_NAMES or n in fixed]
         self._grids: dict[tuple, tuple[int, int, int]] = {}
+        # the warm launch: per the values of the arguments that are not tensors, the loaded kernel's launcher,
+        # its grid and the positions of the tensors (set by the first full-path launch: see _remember_grid)
+        self._warm: dict[tuple, tuple] = {}
+        self._value_pos: tuple[int, ...] | None = None
 
     def run(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
-        """Launch on the current stream of the arguments' device (the stream Inductor's wrapper passes)."""
+        """Launch on the stream Inductor's wrapper passes (else the current stream of the arguments' device).
+        A warm launch (the same values of the non-tensor arguments as an earlier one, every tensor 16-byte
+        aligned) packs the tensors' addresses and launches: an Inductor kernel's signature, dtypes and
+        constexprs are fixed by its source, so nothing else can choose another build."""
         if self._fallback is not None:
             self._fallback.run(*args, stream=stream, **kwargs)
             return
         n = len(self.runtime_names)
+        if self._value_pos is not None and not kwargs:
+            try:
+                warm = self._warm.get(tuple([args[i] for i in self._value_pos]))
+            except (IndexError, TypeError):
+                warm = None
+            if warm is not None:
+                lau, grid, tensors, kernel, device, multi_gpu = warm
+                raw = list(args[:n])
+                bits = 0
+                try:
+                    for i in tensors:
+                        bits |= (p := raw[i].data_ptr())
+                        raw[i] = p
+                    if not bits & 15 and not (multi_gpu and args[tensors[0]].get_device() != device):
+                        lau.pack(lau.buf, 0, *raw)
+                        if grid != lau.grid:
+                            lau.config.gridDimX, lau.config.gridDimY, lau.config.gridDimZ = grid
+                            lau.grid = grid
+                        if type(stream) is not int:
+                            stream = self._stream_of(device)
+                        if stream != lau.stream:
+                            lau.config.hStream = stream or None
+                            lau.stream = stream
+                        rc = lau.fn(*lau.argv)
+                        if rc:
+                            kernel.fail(rc)
+                        return
+                except (AttributeError, struct.error):  # not the arguments it was made for: the full path
+                    pass
         try:
             at = tuple(args[i] for i in self._grid_pos)
             grid = self._grids.get(at)
@@ -81,18 +118,32 @@ class TilecKernel:
             self._fallback.run(*args, stream=stream, **kwargs)
             return
         if at is not None:
-            self._remember_grid(at, args[:n], values)
+            self._remember_grid(at, args, n, values)
 
-    def _remember_grid(self, at: tuple, kernel_args: tuple, values: dict) -> None:
-        """After a full-path launch: the grid its warm entry's config gives, for launches with these values."""
+    def _remember_grid(self, at: tuple, args: tuple, n: int, values: dict) -> None:
+        """After a full-path launch: the grid its warm entry's config gives, for launches with these values,
+        and the warm launch of these non-tensor values where the call's tensors were all 16-byte aligned."""
         fast = self.jit.__dict__.get("_cuda_fast")
-        key = fast._key(kernel_args, {})[0] if fast is not None else None
+        key = fast._key(args[:n], {})[0] if fast is not None else None
         entry = fast.table.get(key) if key is not None else None
         if entry is None:
             return
         if len(self._grids) >= 4096:
             self._grids.clear()
-        self._grids[at] = launch_grid(self.spec, entry[3], values)
+            self._warm.clear()
+        grid = self._grids[at] = launch_grid(self.spec, entry[3], values)
+        lau, picks, device, _, kernel = entry
+        tensors = tuple(i for i, a in enumerate(args[:n]) if type(a) is fast.tensor)
+        positions = tuple(i for i in range(len(args)) if i not in tensors)
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        if picks is not None or not tensors or any(args[i].data_ptr() & 15 for i in tensors) or 0 in grid:
+            return
+        if self._value_pos is None:
+            self._value_pos = positions
+        elif positions != self._value_pos:
+            return
+        self._stream_of = fast.stream_of
+        self._warm[tuple(args[i] for i in positions)] = (lau, grid, tensors, kernel, device, fast.multi_gpu)
 
     def _fall_back(self, exc: Exception) -> None:
         warnings.warn(f"tilec could not compile Inductor's {self.kernel_name} ({exc}); Inductor's own Triton path "

@@ -66,3 +66,30 @@ def test_autotune_times_the_gpu_not_the_host_path() -> None:
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
     (trials,) = k.trials.values()
     assert len(trials) == 2 and all(0 < t < 30e-6 for _, t in trials), trials
+
+
+def test_torch_compile_warm_launches_follow_every_call() -> None:
+    """tilec.inductor's warm launch (the addresses packed, nothing else looked at) gives eager's results for
+    new tensors of the same shape, a misaligned view (the full path takes it), another stream, and a second
+    shape (a new graph); the warm table holds what the calls made."""
+    import torch
+
+    import tilec.inductor
+
+    torch._dynamo.reset()
+    fn = torch.compile(lambda a, b: a * 2.0 + b.sin(), backend=tilec.inductor.backend, dynamic=False)
+    for _ in range(3):
+        a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+        torch.testing.assert_close(fn(a, b), a * 2.0 + b.sin())
+    big = torch.randn(4097, device="cuda")
+    a, b = big[1:], torch.randn(4096, device="cuda")  # 4 bytes past an aligned start
+    torch.testing.assert_close(fn(a, b), a * 2.0 + b.sin())
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+        got = fn(a, b)
+    side.synchronize()
+    torch.testing.assert_close(got, a * 2.0 + b.sin())
+    a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    torch.testing.assert_close(fn(a, b), a * 2.0 + b.sin())
+    assert tilec.inductor.stats()["tilec"] >= 1
