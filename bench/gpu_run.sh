@@ -136,7 +136,7 @@ if [ "$stage" = dropin ]; then
   side=$!
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
     --gpus "$last" --sample "${FLAGGEMS_SAMPLE:-1}" --slots "${FLAGGEMS_SLOTS:-3}" --shards "${FLAGGEMS_SHARDS:-1}" \
-    --json "$OUT/flaggems.json" --logs "$OUT/flaggems_logs" ${FLAGGEMS_ARGS:-} > "$OUT/flaggems.log" 2>&1
+    --modes "${FLAGGEMS_MODES:-triton,tilec}" --json "$OUT/flaggems.json" --logs "$OUT/flaggems_logs" ${FLAGGEMS_ARGS:-} > "$OUT/flaggems.log" 2>&1
   wait $side
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
   tail -30 "$OUT/flaggems.log"; tail -36 "$OUT/speed.log"; grep -v -i warn "$OUT/extras.log" | tail -90
