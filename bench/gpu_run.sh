@@ -123,15 +123,15 @@ if [ "$stage" = dropin ]; then
   (
     export CUDA_VISIBLE_DEVICES=$last
     left() { echo $(( dl + 40 - SECONDS > 5 ? dl + 40 - SECONDS : 5 )); }
+    x="$OUT/extras.log"
+    PATH=/tmp/bin:$PATH timeout 120 python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" > "$x" 2>&1
     timeout $((${SPEED_BUDGET:-150} + 60)) python3 bench/speed.py --budget-s "${SPEED_BUDGET:-150}" --json "$OUT/speed.json" \
       2>&1 | grep -v -i warn > "$OUT/speed.log"
-    x="$OUT/extras.log"
     timeout 90 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_launch_gpu.py \
-      > "$x" 2>&1
-    PATH=/tmp/bin:$PATH timeout "$(left)" python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" >> "$x" 2>&1
+      >> "$x" 2>&1
+    timeout "$(left)" python3 bench/flaggems_probe.py >> "$x" 2>&1
     timeout "$(left)" python3 bench/flaggems_ops.py >> "$x" 2>&1
     timeout "$(left)" python3 bench/config_sweep.py >> "$x" 2>&1
-    timeout "$(left)" python3 bench/flaggems_probe.py >> "$x" 2>&1
   ) &
   side=$!
   timeout $((dl + 60)) python3 bench/flaggems.py .wt/flaggems/tests --pytest-args "--mode quick" --deadline "$dl" \
