@@ -97,6 +97,16 @@ class Artifact:
     def sha256(self) -> str:
         return hashlib.sha256(self.binary).hexdigest()
 
+    @property
+    def launch_key(self) -> str:
+        """What a loaded binary is kept under: its bytes and the metadata its launch reads (how arguments are
+        passed, threads, shared memory). Two builds can assemble to the same bytes and differ only there: a
+        32-bit parameter stored as it came is one machine code for an int32 and a float32 argument (FlagGems'
+        full_like filling int32 with 2 and float32 with 3.14); kept under the bytes alone, the second launch
+        would pack its argument the first one's way."""
+        meta = json.dumps(self.metadata, sort_keys=True, default=str).encode()
+        return hashlib.sha256(hashlib.sha256(self.binary).digest() + meta).hexdigest()
+
     def to_json(self) -> str:
         d = asdict(self)
         d["binary"] = base64.b64encode(self.binary).decode()

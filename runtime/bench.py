@@ -78,14 +78,14 @@ class CpuBench:
     def __init__(self, resolved: ResolvedLaunch, seed: int = 0) -> None:
         self.resolved = resolved
         self.arrays = host_arrays(resolved, seed)
-        self._loaded: tuple[str, Any] | None = None  # (sha256, CpuKernel): one engine alive at a time
+        self._loaded: tuple[str, Any] | None = None  # (launch_key, CpuKernel): one engine alive at a time
 
     def _kernel(self, art: Artifact):
         from .cpu import CpuKernel
 
-        if self._loaded is None or self._loaded[0] != art.sha256:
+        if self._loaded is None or self._loaded[0] != art.launch_key:
             self._loaded = None  # drop the previous engine before linking the next
-            self._loaded = (art.sha256, CpuKernel(art))
+            self._loaded = (art.launch_key, CpuKernel(art))
         return self._loaded[1]
 
     def _raw_args(self, art: Artifact) -> list[int | float]:
@@ -202,7 +202,7 @@ class CudaBench:
         return TrialFault("fault", message)
 
     def _kernel(self, art: Artifact):
-        if self._loaded is not None and self._loaded[0] == art.sha256:
+        if self._loaded is not None and self._loaded[0] == art.launch_key:
             return self._loaded[1]
         if self._loaded is not None:
             self.drv.cuModuleUnload(self._loaded[1].module)  # one module resident at a time
@@ -211,7 +211,7 @@ class CudaBench:
             kernel = self.rt.CudaKernel(art)
         except LaunchError as exc:
             raise self._fault("launch", f"cannot load the cubin: {exc}") from None
-        self._loaded = (art.sha256, kernel)
+        self._loaded = (art.launch_key, kernel)
         return kernel
 
     def _event_pairs(self, n: int) -> list[tuple[Any, Any]]:

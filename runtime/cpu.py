@@ -155,8 +155,8 @@ def pack_args(layout: list[dict], args: list) -> ctypes.Array:
 
 
 def load(art: Artifact) -> CpuKernel:
-    """The loaded kernel for an artifact, loaded once per binary."""
-    key = art.sha256
+    """The loaded kernel for an artifact, loaded once per binary and argument layout (Artifact.launch_key)."""
+    key = art.launch_key
     k = _engines.get(key)
     if k is None:
         k = CpuKernel(art)

@@ -417,7 +417,7 @@ class CudaKernel:
 
 
 def load(art: Artifact, device: int = 0) -> CudaKernel:
-    key = (art.sha256, _context(device))  # one module per binary and context
+    key = (art.launch_key, _context(device))  # one module per binary, argument layout and context
     k = _modules.get(key)
     if k is None:
         with _lock:

@@ -93,3 +93,17 @@ def test_torch_compile_warm_launches_follow_every_call() -> None:
     a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
     torch.testing.assert_close(fn(a, b), a * 2.0 + b.sin())
     assert tilec.inductor.stats()["tilec"] >= 1
+
+
+def test_one_cubin_for_an_int_and_a_float_argument_is_launched_with_each_ones_layout() -> None:
+    """The GPU side of tests/client/test_same_binary.py: the same bytes, two argument layouts, right bits."""
+    import torch
+
+    from tests.client.test_same_binary import BITS
+
+    k = client.jit(BITS, "bits")
+    a, b = torch.zeros(64, device="cuda", dtype=torch.int32), torch.zeros(64, device="cuda", dtype=torch.int32)
+    k[(1,)](a, 3.5, 64, BLOCK=64)
+    k[(1,)](b, 2, 64, BLOCK=64)
+    torch.cuda.synchronize()
+    assert int(a[0]) == 0x40600000 and (b == 2).all()
