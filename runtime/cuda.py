@@ -299,8 +299,11 @@ def raw_cuda_arg(v: Any) -> Any:
 
 
 def current_stream(args: list[Any], device: int) -> int:
+    """torch's current stream of `device` where an argument is a torch CUDA tensor or a duck-typed tensor on a
+    CUDA device (as Triton launches), else the default stream."""
     for a in args:
-        if type(a).__module__.startswith("torch") and getattr(a, "is_cuda", False):
+        torch_cuda = type(a).__module__.startswith("torch") and getattr(a, "is_cuda", False)
+        if torch_cuda or (is_duck_tensor(a) and "torch" in sys.modules and _duck_device(a) is not None):
             import torch
 
             getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -477,6 +480,7 @@ class FastPath:
         self.tensor = tensor_type
         self.stream_of = stream_of
         self.multi_gpu = False  # with one GPU, the first tensor's is_cuda stands for its device
+        self.ducks: set[type] = set()  # classes of duck-typed tensors seen on a CUDA device (remember())
 
     def _key(self, args: tuple, kwargs: dict):
         """(key, raw values of the positional arguments) or (None, None) for calls it does not handle.
@@ -501,6 +505,15 @@ class FastPath:
             elif t is float:
                 raw.append(a)
                 key.append(float)
+            elif t in self.ducks:  # a duck-typed tensor (a library's strided buffer): as a tensor, by its device
+                p = int(a.data_ptr())
+                raw.append(p)
+                key.append((a.dtype, p & 15 == 0))
+                d = _duck_device(a)
+                if d is None:
+                    return None, None
+                if dev is None:
+                    dev = d if self.multi_gpu else True
             else:
                 return None, None
         key.append(dev)
@@ -564,6 +577,10 @@ class FastPath:
             self.multi_gpu = torch.cuda.device_count() > 1
             getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             self.stream_of = getter if getter else (lambda d: int(torch.cuda.current_stream(d).cuda_stream))
+        for a in args:
+            t = type(a)
+            if t is not self.tensor and t not in (int, float) and is_duck_tensor(a) and _duck_device(a) is not None:
+                self.ducks.add(t)
         key, _ = self._key(args, kwargs)
         if key is None:
             return
@@ -571,7 +588,8 @@ class FastPath:
         picks = [(pos[n], None) if n in pos else (-1, full[n]) for n in runtime_names]
         if [i for i, _ in picks] == list(range(len(args))):
             picks = None  # the positional arguments are exactly the runtime arguments, in order
-        device = next((a.get_device() for a in args if type(a) is self.tensor), 0)
+        device = next((a.get_device() if type(a) is self.tensor else _duck_device(a) or 0
+                       for a in args if type(a) is self.tensor or type(a) in self.ducks), 0)  # fmt: skip
         given = set(self.names[: len(args)]) | set(kwargs)
         rest = {k: v for k, v in full.items() if k not in given}  # defaults and heuristics, for grid(meta)
         kernel = load(art, device)

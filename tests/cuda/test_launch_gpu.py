@@ -107,3 +107,38 @@ def test_one_cubin_for_an_int_and_a_float_argument_is_launched_with_each_ones_la
     k[(1,)](b, 2, 64, BLOCK=64)
     torch.cuda.synchronize()
     assert int(a[0]) == 0x40600000 and (b == 2).all()
+
+
+class _Strided:
+    """A duck-typed tensor over a torch CUDA tensor, as FlagGems' StridedBuffer is (an offset view of it)."""
+
+    def __init__(self, base, offset: int = 0) -> None:
+        self.base, self.offset, self.dtype, self.device = base, offset, base.dtype, base.device
+
+    def data_ptr(self) -> int:
+        return self.base.data_ptr() + self.offset * self.base.element_size()
+
+
+def test_duck_typed_tensors_take_the_warm_launch(monkeypatch) -> None:
+    import torch
+
+    from tests.kernels import source
+
+    k = client.jit(source("vector_add"), "add_kernel")
+    x, y = torch.randn(4096 + 4, device="cuda"), torch.randn(4096, device="cuda")
+    out = torch.zeros(4096, device="cuda")
+    k[(4,)](_Strided(x), y, _Strided(out), 4096, BLOCK_SIZE=1024)
+    full = []
+    real = k._run_once
+    monkeypatch.setattr(k, "_run_once", lambda *a, **kw: full.append(1) or real(*a, **kw))
+    for _ in range(3):
+        out.zero_()
+        k[(4,)](_Strided(x), y, _Strided(out), 4096, BLOCK_SIZE=1024)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x[:4096] + y, rtol=0, atol=0)
+    assert full == []  # warm: no binding, no artifact lookup
+    k[(4,)](_Strided(x, offset=4), y, _Strided(out), 4096, BLOCK_SIZE=1024)  # 16 bytes in: still aligned
+    k[(4,)](_Strided(x, offset=1), y, _Strided(out), 4096, BLOCK_SIZE=1024)  # misaligned: another build
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x[1:4097] + y, rtol=0, atol=0)
+    assert full == [1]

@@ -210,3 +210,29 @@ def test_heuristic_values_choose_the_fast_path_entry() -> None:
 
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+class Strided:
+    """A library's duck-typed tensor (FlagGems' StridedBuffer): data_ptr(), dtype and a device, no torch class."""
+
+    def __init__(self, ptr: int, dtype: str = "float32", device: str = "cuda:0") -> None:
+        self._ptr, self.dtype, self.device = ptr, dtype, device
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+
+def test_fast_path_takes_duck_typed_tensors_seen_on_a_cuda_device() -> None:
+    fp, kern, _ = _fast()
+    x, y, o = Strided(1 << 20), Tensor(2 << 20), Strided(3 << 20)
+    assert fp._key((x, y, o, 1024), {})[0] is None  # a class not seen yet: the full path (remember() learns it)
+    fp.ducks.add(Strided)
+    key, raw = fp._key((x, y, o, 1024), {})
+    assert key is not None and raw == [1 << 20, 2 << 20, 3 << 20, 1024]
+    assert fp._key((Strided(5 << 20), y, o, 2048), {})[0] == key
+    assert fp._key((Strided((1 << 20) + 4), y, o, 1024), {})[0] != key  # alignment
+    assert fp._key((Strided(1 << 20, "float16"), y, o, 1024), {})[0] != key  # dtype
+    assert fp._key((Strided(1 << 20, device="cpu"), y, o, 1024), {})[0] is None  # a host buffer: the full path
+    fp.table[key] = (kern.fast, None, 0, {}, kern)
+    assert fp.launch((2,), (Strided(7 << 20), y, o, 1024), {})
+    assert kern.calls[-1][0] == [7 << 20, 2 << 20, 3 << 20, 1024]
