@@ -89,6 +89,11 @@ if [ "$stage" = flaggems ]; then
     (  # each step gets what is left of the suite's deadline ($SECONDS counts from this subshell's start)
       export CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | grep -c '^GPU ') - 1 ))
       left() { echo $(( dl + 30 - SECONDS > 5 ? dl + 30 - SECONDS : 5 )); }
+      if [ "${GPU_TESTS:-}" = 1 ]; then  # the GPU tests of warm launches (Inductor's, duck-typed tensors, one cubin
+        # of two argument layouts) first
+        timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+          tests/cuda/test_launch_gpu.py > "$OUT/gpu_tests.log" 2>&1
+      fi
       if [ "${ZERO_JIT:-}" = 1 ]; then  # issue 27 on the GPU: record, pull, strict (`tilec` as a command)
         mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
         PATH=/tmp/bin:$PATH timeout "$(left)" python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" \
@@ -101,6 +106,7 @@ if [ "$stage" = flaggems ]; then
         { timeout 90 python3 bench/speed.py --profile --only "none" --budget-s 1; timeout 120 python3 bench/config_sweep.py; } \
           > "$OUT/diag.log" 2>&1
       fi
+      [ "${OPS:-}" = 1 ] && timeout "$(left)" python3 bench/flaggems_ops.py > "$OUT/flaggems_ops.log" 2>&1
       timeout "$(left)" python3 bench/flaggems_probe.py > "$OUT/probe.log" 2>&1
     ) &
   fi
@@ -111,6 +117,7 @@ if [ "$stage" = flaggems ]; then
   (cd "$OUT" && tar czf flaggems_logs.tgz flaggems_logs && rm -rf flaggems_logs)
   wait; [ -f "$OUT/probe.log" ] && tail -20 "$OUT/probe.log"; [ -f "$OUT/tutorials.log" ] && tail -30 "$OUT/tutorials.log"
   [ -f "$OUT/zero_jit.log" ] && tail -25 "$OUT/zero_jit.log"; [ -f "$OUT/diag.log" ] && grep -v -i warn "$OUT/diag.log" | tail -70
+  [ -f "$OUT/gpu_tests.log" ] && tail -15 "$OUT/gpu_tests.log"; [ -f "$OUT/flaggems_ops.log" ] && cat "$OUT/flaggems_ops.log"
 fi
 if [ "$stage" = dropin ]; then
   # issues 23, 24 and 27 in one call on a machine of several GPUs: FlagGems' suite (the flaggems stage's settings)

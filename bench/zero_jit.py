@@ -183,7 +183,10 @@ def workload(work: Path, label: str, args: argparse.Namespace, **env: str) -> di
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ZJ ")), None)
     if done.returncode != 0 or line is None:
         raise SystemExit(f"{label}: the workload failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return {"phase": label, "process_s": wall, **json.loads(line[3:])}
+    row = {"phase": label, "process_s": wall, **json.loads(line[3:])}
+    print(f"[{label}] {wall:.1f} s: compiles {row['compile_stats']['compiles']}, tunes {row['compile_stats']['tunes']}"
+          + (f", {row['error']}" if row.get("error") else ""), flush=True)  # a run cut short still says how far it got
+    return row
 
 
 def start_server(work: Path) -> tuple[subprocess.Popen, str]:
@@ -226,6 +229,7 @@ def main() -> None:
                                  "-o", str(work / "pulled"), "--server", url, "--compile-missing", "--json"],
                                 env=clean_env(), capture_output=True, text=True, timeout=args.timeout)  # fmt: skip
         pull_s = time.perf_counter() - t0
+        print(f"[pull] {pull_s:.1f} s, exit {pulled.returncode}", flush=True)
         if pulled.returncode != 0:
             raise SystemExit(f"tilec pull failed ({pulled.returncode}):\n{pulled.stderr[-4000:]}")
         report = json.loads(pulled.stdout)
