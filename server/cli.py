@@ -303,6 +303,11 @@ def worker(
     from tilec.server.jobs.celery_app import make_celery, queue_name
 
     app = make_celery(settings)
+    # a tune compiles each config (and reads the kernel) in a child of the forkserver: started now with the
+    # compiler imported (server/pool.py's preload), each child forks warm instead of importing it (~0.5 s a child)
+    from tilec.server.pool import CompilePool
+
+    CompilePool().warm()
     typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
     app.worker_main([
         "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,

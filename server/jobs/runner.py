@@ -153,6 +153,7 @@ def give_back(ctx: WorkerContext, job_id: int, wait_s: float = store.RETRY_S) ->
 
 
 def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
+    started = time.monotonic()
     job, source, kind = ctx.write(lambda s: _load(s, job_id))
     st = ctx.settings
     try:  # the job as submit prepared it: its tuning key is not made again here
@@ -191,6 +192,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     compiler = limited_compiler(st.tune_compile_workers or None, timeout_s=st.compile_timeout_s,
                                 memory_mb=st.compile_memory_mb, cancelled=lambda: beat.stop_now)  # fmt: skip
     limits = Limits(memory_mb=st.bench_memory_mb, cpu_s=st.bench_cpu_s, life_cpu_s=st.bench_life_cpu_s)
+    tuning = time.monotonic()
     try:
         outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
                                    cancelled=lambda: beat.stop_now, compiler=compiler,
@@ -204,7 +206,13 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         return "lost"
     if outcome.cancelled or beat.state == "cancelled":
         return "cancelled"
-    return _finish(ctx, job, prepared, outcome, device)
+    finishing = time.monotonic()
+    result = _finish(ctx, job, prepared, outcome, device)
+    # where a job's time goes, for a cluster's operator (the GPU drill's per-job times): reading and checking the
+    # kernel, the tune (compiles and timing), storing the result
+    log.info("job %s: %s in %.2f s (prepare %.2f s, tune %.2f s, store %.2f s)", job_id, result,
+             time.monotonic() - started, tuning - started, finishing - tuning, time.monotonic() - finishing)  # fmt: skip
+    return result
 
 
 def _load(session: Session, job_id: int) -> tuple[TuneJob, str, str]:

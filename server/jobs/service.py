@@ -31,6 +31,7 @@ from tilec.wire import TuneJobCreate, TuneJobPublic, TuneTrialPublic
 
 from .. import errors as E
 from ..db import browse
+from ..db.decisions import decide
 from ..db.models import Kernel, TuneJob
 from ..service import check_input, check_target, read_kernel, register_kernel
 from ..state import AppState
@@ -229,7 +230,8 @@ async def unserved_targets(state: AppState, targets: Iterable[str]) -> dict[str,
 
 def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[list[dict], dict | None] | None:
     """When one GPU model has a trial of every config for this key (timed in full, or stopped by a
-    strategy): those trials (as "cached" or "stopped") and the fastest of them. Trials of different GPU
+    strategy): those trials (as "cached" or "stopped") and the best of them as the tune decided it (the fastest,
+    or where intervals overlap the stable rule's pick: db/decisions.py). Trials of different GPU
     models are never mixed: a key tuned on one model and partly on another is tuned again."""
     by_model: dict[str | None, dict[str, Any]] = {}
     for r in store.stored_trials(session, tkey=tkey, any_model=True):
@@ -242,5 +244,7 @@ def _tuned_already(session: Session, tkey: str, configs: list[dict]) -> tuple[li
                "time_ms": rows[h].time_ms, "lo_ms": rows[h].lo_ms, "hi_ms": rows[h].hi_ms, "reps": rows[h].reps,
                "gpu_model": rows[h].gpu_model, "artifact_id": rows[h].artifact_key} for h in hashes]  # fmt: skip
     timed = [rows[h] for h in hashes if rows[h].status == "ok"]
-    fastest = min(timed, key=lambda r: r.time_ms, default=None)
-    return trials, fastest and {"config": fastest.config, "time_ms": fastest.time_ms}
+    if not timed:
+        return trials, None
+    best, _ = decide(timed)  # the rule the tune that stored them decided by: a tie goes the same way
+    return trials, {"config": best.config, "time_ms": best.time_ms}

@@ -263,3 +263,22 @@ async def test_a_new_gpu_model_retunes_its_target_when_the_setting_is_on(make_cl
         assert off == []  # noted, but the setting is off
         state.executor.submit(new[0]["job_id"], "cpu")
         await _ended(c, {"id": new[0]["job_id"], "state": "queued"})
+
+
+def test_a_job_whose_configs_are_all_tuned_reports_the_decided_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job submitted for a key already tuned is done at once with the stored trials: its best is the one the
+    tune decided (db/decisions.py), not the fastest median, so where intervals overlap both name the same
+    config (the fastest was reported before: a flake of test_tune_jobs under load, BLOCK 512 against 256)."""
+    from tilec.compiler.tune import space
+    from tilec.server.jobs import service, store
+
+    configs = [{"kwargs": {"BLOCK": b}, "num_warps": 4, "num_stages": 3} for b in (256, 512)]
+    times = {256: (0.00735, 0.0072, 0.0075), 512: (0.00733, 0.0071, 0.0076)}  # overlapping: a tie
+    rows = [SimpleNamespace(gpu_model="H100", config_hash=space.config_hash(c), config=c, status="ok",
+                            time_ms=times[c["kwargs"]["BLOCK"]][0], lo_ms=times[c["kwargs"]["BLOCK"]][1],
+                            hi_ms=times[c["kwargs"]["BLOCK"]][2], reps=10, artifact_key=None) for c in configs]  # fmt: skip
+    monkeypatch.setattr(store, "stored_trials", lambda session, **kw: rows)
+    trials, best = service._tuned_already(None, "tkey", configs)  # type: ignore[arg-type]
+    winner, decision = decide(rows)
+    assert decision["rule"] == "tie" and best == {"config": winner.config, "time_ms": winner.time_ms}
+    assert [t["status"] for t in trials] == ["cached", "cached"]
