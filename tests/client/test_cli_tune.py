@@ -180,7 +180,10 @@ def test_ctrl_c_leaves_the_job_running(
         "exhaustive",
     ]
     env = {**os.environ, "TILEC_URL": svc.url, "TILEC_TOKEN": svc.tokens["submit"]}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the command as a terminal starts it: Ctrl-C on. A suite started in the background (`nohup make test &`)
+    # hands its children SIGINT ignored, and a Python started so never raises KeyboardInterrupt
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     # the event: the command prints the job's id once it follows it (no sleep, no guess at how long the
     # submit takes on a loaded machine); the job (two configs of 4M elements, compiled first) outlasts that
     assert proc.stderr is not None
