@@ -95,19 +95,9 @@ def pytest_configure(config):
     # way Triton 3.5 takes it, which Triton 3.6 refuses ("function takes exactly 25 arguments"); emptied before
     # each call, every launch takes Triton's own run, so the baseline passes what Triton itself can run
     if os.environ.get("TILEC_UNCACHED_LIBENTRY") == "1":
-        import importlib
+        from flaggems_compat import bypass_launch_cache  # bench/, on the run's PYTHONPATH
 
-        libentry = importlib.import_module("flag_gems.utils.libentry")  # flag_gems.utils.libentry is also a function
-        libentry.LibEntry.run = _uncached(libentry.LibEntry.run)
-
-
-def _uncached(run):
-    def uncached(self, *args, **kwargs):
-        for cache in self.kernel_cache:
-            cache.clear()
-        return run(self, *args, **kwargs)
-
-    return uncached
+        bypass_launch_cache()
 
 
 def pytest_runtest_logreport(report):
@@ -197,7 +187,7 @@ def main() -> None:
     (work / "tilec_flaggems_plugin.py").write_text(PLUGIN)
     base_env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(work), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(work), str(ROOT), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")]),
         "TILEC_SAMPLE": str(args.sample),
     }
     base_env.pop("TILEC_TRITON", None)

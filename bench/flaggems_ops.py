@@ -62,18 +62,10 @@ def child(mode: str, only: set[str]) -> None:
     import torch
     import triton
 
-    if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6 (see bench/flaggems.py): bypass it
-        import importlib
+    if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6 (bench/flaggems_compat.py)
+        from flaggems_compat import bypass_launch_cache
 
-        libentry = importlib.import_module("flag_gems.utils.libentry")  # the package exports a function of that name
-        cached = libentry.LibEntry.run
-
-        def uncached(self, *args, **kwargs):
-            for cache in self.kernel_cache:
-                cache.clear()
-            return cached(self, *args, **kwargs)
-
-        libentry.LibEntry.run = uncached
+        bypass_launch_cache()
     torch.manual_seed(0)
     for name, (make, call, tol) in cases(torch).items():
         if only and name not in only:

@@ -37,18 +37,10 @@ def child(mode: str) -> None:
     import flag_gems
     import torch
 
-    if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6: bypassed (bench/flaggems.py)
-        import importlib
+    if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6 (bench/flaggems_compat.py)
+        from flaggems_compat import bypass_launch_cache
 
-        libentry = importlib.import_module("flag_gems.utils.libentry")
-        cached = libentry.LibEntry.run
-
-        def uncached(self, *args, **kwargs):
-            for cache in self.kernel_cache:
-                cache.clear()
-            return cached(self, *args, **kwargs)
-
-        libentry.LibEntry.run = uncached
+        bypass_launch_cache()
     out: dict = {}
     for dt in (torch.int32, torch.int16, torch.int64, torch.float32):
         for fill in (2, 3.1415926, False):
