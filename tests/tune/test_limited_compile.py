@@ -52,8 +52,10 @@ def _add(block: int = 1024) -> CompileRequest:
 
 
 def _big_matmul() -> CompileRequest:
+    """A compile slow on purpose: a 256x256 fp32 accumulator over 4 warps spills heavily, and ptxas takes its time
+    (7.9 s on an idle 2-core machine here; with 8 warps it took 3.1 s, at the edge of the 3 s limit below)."""
     return CompileRequest(text=(KERNELS / "matmul.py").read_text(), name="matmul_kernel", signature=MM_SIG,
-                          constexprs=BIG, options=CompileOptions(target="cuda:sm_90", num_warps=8, num_stages=4))  # fmt: skip
+                          constexprs=BIG, options=CompileOptions(target="cuda:sm_90", num_warps=4, num_stages=4))  # fmt: skip
 
 
 def _ptxas_under(root: Path) -> list[int]:
@@ -111,9 +113,9 @@ def test_a_cancel_mid_ptxas_leaves_no_ptxas_and_no_files(private_tmp: Path) -> N
 @needs_ptxas
 def test_a_compile_past_its_time_leaves_no_ptxas(private_tmp: Path) -> None:
     start = time.monotonic()
-    [(_, result)] = list(limited_compiler(1, timeout_s=3)([_big_matmul()]))
-    assert isinstance(result, CompileLimitError) and "3 s" in str(result), result
-    assert time.monotonic() - start < 30  # the 3 s limit and the children's start on a loaded machine
+    [(_, result)] = list(limited_compiler(1, timeout_s=2)([_big_matmul()]))
+    assert isinstance(result, CompileLimitError) and "2 s" in str(result), result
+    assert time.monotonic() - start < 30  # the 2 s limit and the children's start on a loaded machine
     _settle(private_tmp)
     assert _ptxas_under(private_tmp) == [] and _left(private_tmp) == []
 
