@@ -77,6 +77,21 @@ if [ "$stage" = speed ]; then
   timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_launch_gpu.py tests/cuda/test_division_gpu.py tests/cuda/test_sort_gather.py 2>&1 | tee "$OUT/speed_tests.log" | tail -8
 fi
+if [ "$stage" = cluster ]; then
+  # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker
+  # per GPU from the carried wheels; scaling rounds, faults, the launching client), then issue 27's zero_jit with
+  # a FlagGems op (ZERO_JIT_OP, default layer_norm; carry .wt/flaggems) on one GPU once the drill is over
+  timeout "${DRILL_TIMEOUT:-420}" python3 bench/cluster_gpu.py --target cuda:sm_90 --workers "${DRILL_WORKERS:-1,2,4}" \
+    --jobs "${DRILL_JOBS:-16}" --faults --budget-s "${DRILL_BUDGET:-360}" --json "$OUT/cluster_gpu.json" \
+    --logs "$OUT/cluster_logs.tar.gz" 2>&1 | tee "$OUT/cluster_gpu.log" | tail -60
+  echo "drill exit ${PIPESTATUS[0]}"
+  if [ -d .wt/flaggems ]; then
+    mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
+    CUDA_VISIBLE_DEVICES=0 PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH PATH=/tmp/bin:$PATH timeout 170 \
+      python3 bench/zero_jit.py --target cuda:sm_90 --op "${ZERO_JIT_OP:-layer_norm}" --json "$OUT/zero_jit.json" \
+      2>&1 | grep -v -i warn | tee "$OUT/zero_jit.log" | tail -14
+  fi
+fi
 if [ "$stage" = flaggems ]; then
   # issue 23: FlagGems' own test suite (carry its repository's src/ and tests/ as .wt/flaggems) under plain Triton
   # and under the drop-in (TILEC_STRICT=fallback: a kernel tilec cannot take fails its test), files spread over every

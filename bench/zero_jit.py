@@ -2,8 +2,9 @@
 
 1. starts `tilec serve` on a fresh SQLite cache with the in-process worker;
 2. record: a fresh process runs the workload with TILEC_RECORD (no server): a model through torch.compile with
-   `tilec.inductor.backend` (its kernels autotuned by tilec over Inductor's config space) and one op kernel
-   written Triton-style (`@triton.jit` under `tilec.install()`; `@tilec.jit` when Triton is not installed);
+   `tilec.inductor.backend` (its kernels autotuned by tilec over Inductor's config space) and one op:
+   a kernel written Triton-style (`@triton.jit` under `tilec.install()`; `@tilec.jit` when Triton is not
+   installed), or with --op a FlagGems op (a third-party library's autotuned kernel, through torch);
 3. pull: `tilec pull --manifest RECORD --compile-missing` has the server build and tune every recorded
    specialisation (and the variants the run never hit) and writes them to a directory;
 4. cold: a fresh process runs the workload with empty caches and no pull (it compiles and tunes);
@@ -118,6 +119,8 @@ def replay_corpus(name):
 
 
 def run_op():
+    if os.environ["ZJ_OP"] != "scaled_add":
+        return run_library_op(os.environ["ZJ_OP"])
     n = 1 << 20
     dev = "cuda" if target.startswith("cuda") else "cpu"
     x, y = torch.randn(n, device=dev), torch.randn(n, device=dev)
@@ -128,6 +131,33 @@ def run_op():
     sync()
     took = time.perf_counter() - t0
     assert torch.allclose(out, x * 0.5 + y)
+    return took
+
+
+def run_library_op(name):
+    """A FlagGems op (a Triton library tilec did not write), dispatched by torch as its users call it: its
+    @triton.autotune configs come from the library's YAML, its launches go through its own LibEntry cache."""
+    import flag_gems
+
+    dev = "cuda" if target.startswith("cuda") else "cpu"
+    g = torch.Generator(device="cpu").manual_seed(5)
+    if name == "layer_norm":
+        x, w, b = (torch.randn(shape, generator=g).to(dev) for shape in ((1024, 2048), (2048,), (2048,)))
+        ref = torch.layer_norm(x, (2048,), w, b, 1e-5)
+        call = lambda: torch.layer_norm(x, (2048,), w, b, 1e-5)  # noqa: E731
+    elif name == "softmax":
+        x = torch.randn((1024, 2048), generator=g).to(dev)
+        ref = torch.softmax(x, dim=-1)
+        call = lambda: torch.softmax(x, dim=-1)  # noqa: E731
+    else:
+        raise SystemExit(f"unknown library op {name!r}")
+    sync()
+    t0 = time.perf_counter()
+    with flag_gems.use_gems():
+        got = call()
+    sync()
+    took = time.perf_counter() - t0
+    assert torch.allclose(got, ref, atol=1e-4, rtol=1e-4), (got - ref).abs().max()
     return took
 
 
@@ -172,7 +202,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 def workload(work: Path, label: str, args: argparse.Namespace, **env: str) -> dict:
     """One fresh process, its caches (tilec's and Inductor's) empty."""
     cache = work / f"cache-{label}"
-    full = clean_env(ZJ_ROOT=str(ROOT), ZJ_TARGET=args.target, ZJ_MODEL=args.model, TILEC_CACHE_DIR=str(cache / "tilec"),
+    full = clean_env(ZJ_ROOT=str(ROOT), ZJ_TARGET=args.target, ZJ_MODEL=args.model, ZJ_OP=args.op, TILEC_CACHE_DIR=str(cache / "tilec"),
                      TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), **env)  # fmt: skip
     t0 = time.perf_counter()
     script = work / "workload.py"  # a file: Triton reads a @triton.jit function's source from it
@@ -214,6 +244,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", default="cpu", help="cpu or cuda:sm_XX (the GPU the processes run on)")
     ap.add_argument("--model", default="layer_norm", help="a model of tests/inductor/models.py")
+    ap.add_argument("--op", default="scaled_add",
+                    help="scaled_add (a @triton.jit kernel of the workload's own), or a FlagGems op run through "
+                         "torch with flag_gems.use_gems(): layer_norm (autotuned), softmax (FlagGems' src on PYTHONPATH)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per process")
     ap.add_argument("--json", type=Path, help="write the results here too")
     ap.add_argument("--keep", action="store_true", help="keep the working directory")
@@ -240,13 +273,13 @@ def main() -> None:
         server.wait(30)
     strict = rows[-1]
     result = {
-        "target": args.target, "model": args.model, "record_entries": len(record["entries"]),
+        "target": args.target, "model": args.model, "op": args.op, "record_entries": len(record["entries"]),
         "record_launched": sum(1 for e in record["entries"] if not e["variant"]), "pull_s": pull_s,
         "pulled_builds": len(report["entries"]), "phases": rows,
         "zero_compiles": strict["error"] is None and strict["compile_stats"]["compiles"] == 0
         and strict["compile_stats"]["tunes"] == 0 and strict["fallbacks"] == 0 and strict["inductor_fallbacks"] == 0,
     }  # fmt: skip
-    print(f"target {args.target}, model {args.model}: recorded {result['record_launched']} launched specialisations "
+    print(f"target {args.target}, model {args.model}, op {args.op}: recorded {result['record_launched']} launched specialisations "
           f"({result['record_entries']} with variants); pull built/tuned and fetched {result['pulled_builds']} in {pull_s:.2f} s")  # fmt: skip
     print(f"{'phase':<18}{'model 1st call (s)':>20}{'op 1st call (s)':>18}{'compiles':>10}{'tunes':>7}{'process (s)':>13}")
     for r in rows:

@@ -5,6 +5,7 @@ it directly; the service's workers run it for a tune job (server/jobs/runner.py)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,7 +163,7 @@ def run_tune(
     sandboxed child (runtime/sandbox.py) under `bench_limits`, each call bounded by `bench_timeout_s`."""
     from .bench import BenchProcess, device_info
 
-    own = bench is None
+    own, outcome = bench is None, None
     # the bench child starts now and gets ready (imports, arrays, device buffers) while the configs compile
     if bench_limits is None:  # `tilec tune` here: room for the launch's arrays (a service passes its own)
         from .sandbox import Limits
@@ -189,7 +190,11 @@ def run_tune(
             graph=prepared.spec.graph,
         )
         on_plan(tuner.planned())
-        return tuner.run(), device
+        outcome = tuner.run()
+        return outcome, device
     finally:
         if own:
+            closing = time.perf_counter()
             bench.close()
+            if outcome is not None:
+                outcome.phases["close"] = round(time.perf_counter() - closing, 3)

@@ -84,6 +84,9 @@ class Trial:
 class Outcome:
     trials: list[Trial]
     cancelled: bool = False
+    # seconds of wall time per phase: compile (until the last config compiled), wait (the first timing call,
+    # which waits for the bench child to be ready), timing (the other timing calls), record (on_trial calls)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def best(self) -> Trial | None:
@@ -381,6 +384,7 @@ class Tuner:
     full: Effort = FULL
     brief: Effort = BRIEF
     graph: bool = False  # time replays of a CUDA graph of the launch (less launch overhead in the figure)
+    _phases: dict[str, float] = field(default_factory=dict, init=False, repr=False)  # the last run's Outcome.phases
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -407,6 +411,13 @@ class Tuner:
         return len(settled) + len(todo)
 
     def run(self) -> Outcome:
+        self._phases = dict.fromkeys(("compile", "wait", "timing", "record"), 0.0)
+        out = self._run()
+        out.phases = {k: round(v, 3) for k, v in self._phases.items()}
+        return out
+
+    def _run(self) -> Outcome:
+        start = time.perf_counter()
         settled, todo = self.plan()
         trials: list[Trial] = []
         for t in settled:
@@ -423,6 +434,7 @@ class Tuner:
                 self._record(trials, Trial(config, "pruned", result))
             else:
                 built.append(Trial(config, "ok", artifact=result))
+        self._phases["compile"] = time.perf_counter() - start
         # a config that spills when another does not is pruned before it is timed
         clean = any(spills(t.artifact.metadata) == 0 for t in built if t.artifact is not None)
         timed: list[Trial] = []  # halving: briefly timed, waiting for the rounds
@@ -473,6 +485,8 @@ class Tuner:
 
     def _time(self, t: Trial, effort: Effort) -> bool:
         """Benchmark one trial; False (with the trial failed) when its kernel faulted."""
+        phase = "wait" if not self._phases.get("wait") else "timing"
+        start = time.perf_counter()
         try:
             timing = self.bench.time(t.artifact, t.config, graph=self.graph, **effort.kwargs())
         except Exception as exc:  # noqa: BLE001 - a fault fails this trial only
@@ -480,9 +494,13 @@ class Tuner:
             reason = text if text.startswith(f"{kind}: ") else f"{kind}: {text}"  # TrialFault names its kind
             t.status, t.reason, t.time_ms = "failed", reason, None
             return False
+        finally:
+            self._phases[phase] = self._phases.get(phase, 0.0) + time.perf_counter() - start
         t.time_ms, t.lo_ms, t.hi_ms, t.reps = timing.median_ms, timing.lo_ms, timing.hi_ms, timing.reps
         return True
 
     def _record(self, trials: list[Trial], t: Trial) -> None:
         trials.append(t)
+        start = time.perf_counter()
         self.on_trial(t)
+        self._phases["record"] = self._phases.get("record", 0.0) + time.perf_counter() - start

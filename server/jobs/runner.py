@@ -209,9 +209,10 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     finishing = time.monotonic()
     result = _finish(ctx, job, prepared, outcome, device)
     # where a job's time goes, for a cluster's operator (the GPU drill's per-job times): reading and checking the
-    # kernel, the tune (compiles and timing), storing the result
-    log.info("job %s: %s in %.2f s (prepare %.2f s, tune %.2f s, store %.2f s)", job_id, result,
-             time.monotonic() - started, tuning - started, finishing - tuning, time.monotonic() - finishing)  # fmt: skip
+    # kernel, the tune (compiles and timing, and the tune's own phases), storing the result
+    phases = ", ".join(f"{k} {v:.2f}" for k, v in outcome.phases.items())
+    log.info("job %s: %s in %.2f s (prepare %.2f s, tune %.2f s [%s], store %.2f s)", job_id, result,
+             time.monotonic() - started, tuning - started, finishing - tuning, phases, time.monotonic() - finishing)  # fmt: skip
     return result
 
 
