@@ -129,6 +129,41 @@ def outcomes(work: Path, stem: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def durations(work: Path, stem: str) -> dict[str, float]:
+    """test id -> seconds of its call, from the plugin's lines of every shard of one file and mode."""
+    out: dict[str, float] = {}
+    for path in sorted(work.glob(f"{stem}*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            out[rec["id"]] = out.get(rec["id"], 0.0) + float(rec.get("s", 0.0))
+    return out
+
+
+def slowest(work: Path, files: list[Path], modes: list[str], n: int) -> None:
+    """The N slowest tests of each mode beside the other mode's time for the same test, and each test function's
+    total (its parametrizations summed) under both: where one mode spends its time."""
+    if n <= 0:
+        return
+    per = {m: {k: v for t in files for k, v in durations(work, f"{t.stem}.{m}").items()} for m in modes}
+    for m in modes:
+        other = next((o for o in modes if o != m), None)
+        print(f"\nslowest under {m}" + (f" (and under {other})" if other else "") + ":")
+        for k, v in sorted(per[m].items(), key=lambda kv: -kv[1])[:n]:
+            o = per[other].get(k) if other else None
+            print(f"  {v:8.2f} s  {'' if o is None else f'{o:8.2f} s'}  {k}")
+    funcs: dict[str, dict[str, float]] = {}
+    for m in modes:
+        for k, v in per[m].items():
+            funcs.setdefault(k.split("[")[0], {}).setdefault(m, 0.0)
+            funcs[k.split("[")[0]][m] += v
+    print("\ntest functions by total time (" + ", ".join(modes) + "):")
+    for f, t in sorted(funcs.items(), key=lambda kv: -max(kv[1].values()))[:n]:
+        print("  " + "  ".join(f"{t.get(m, 0.0):8.1f} s" for m in modes) + f"  {f}")
+
+
 def run_pytest(prefix: list[str], test: Path, extra: list[str], env: dict, report: Path, timeout: int) -> tuple[int, float]:
     cmd = [*prefix, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-p", "tilec_flaggems_plugin", "-q", *extra]
     t0 = time.monotonic()
@@ -172,6 +207,10 @@ def main() -> None:
     ap.add_argument("--logs", type=Path, help="keep each run's log, outcomes and stats here")
     ap.add_argument("--sample", type=int, default=1, help="run one test in N (the same ones in both runs)")
     ap.add_argument("--shards", type=int, default=1, help="split each file's tests over N pytest processes")
+    ap.add_argument("--file-shards", default="",
+                    help="shards for some files, e.g. special_ops=16,convolution_ops=8 (the rest take --shards); "
+                         "a file's shards start in the order of the files' expected time, the most per shard first")
+    ap.add_argument("--slowest", type=int, default=25, help="list the N slowest tests of each mode (and the other's)")
     ap.add_argument("--summarize", action="store_true",
                     help="run nothing: summarize the outcomes already in --logs (e.g. one run's Triton outcomes "
                          "next to another's tilec outcomes, for the same --sample)")
@@ -193,9 +232,11 @@ def main() -> None:
     base_env.pop("TILEC_TRITON", None)
     extra = shlex.split(args.pytest_args)
     gpus = args.gpus or gpu_count()
-    # the heaviest files first, so that the last to finish are short ones
-    jobs = sorted(((t, m, k) for t in files for m in modes for k in range(args.shards)),
-                  key=lambda j: -j[0].stat().st_size)
+    shards = {f"test_{k}.py": int(v) for k, v in (x.split("=") for x in args.file_shards.split(",") if x)}
+    count = {t: shards.get(t.name, args.shards) for t in files}
+    # the heaviest shards first (a file named in --file-shards is a heavy one), so that the last to finish are short
+    jobs = sorted(((t, m, k) for t in files for m in modes for k in range(count[t])),
+                  key=lambda j: (j[0].name not in shards, -j[0].stat().st_size))
     if args.summarize:
         jobs = []
     slots: queue.Queue[int] = queue.Queue()
@@ -207,8 +248,8 @@ def main() -> None:
         test, mode, shard = job
         gpu = slots.get()
         try:
-            env = {**base_env, "CUDA_VISIBLE_DEVICES": str(gpu), "TILEC_SHARD": f"{shard}/{args.shards}"}
-            report = work / f"{test.stem}.{mode}.jsonl" if args.shards == 1 else work / f"{test.stem}.{mode}.{shard}.jsonl"
+            env = {**base_env, "CUDA_VISIBLE_DEVICES": str(gpu), "TILEC_SHARD": f"{shard}/{count[test]}"}
+            report = work / f"{test.stem}.{mode}.jsonl" if count[test] == 1 else work / f"{test.stem}.{mode}.{shard}.jsonl"
             prefix = [sys.executable]
             if mode == "triton":
                 env["TILEC_UNCACHED_LIBENTRY"] = "1"
@@ -259,6 +300,7 @@ def main() -> None:
     pct = 100.0 * both / passed_triton if passed_triton else 0.0
     print(f"\n{both}/{passed_triton} tests that pass under Triton pass under tilec ({pct:.1f}%), "
           f"{wall:.0f} s on {gpus} GPU(s)")  # fmt: skip
+    slowest(work, files, modes, args.slowest)
     by_reason = Counter(reason_of(why) for _, why in failures)
     for why, n in by_reason.most_common(40):
         print(f"  {n:5d}  {why}")

@@ -308,6 +308,10 @@ def worker(
     from tilec.server.pool import CompilePool
 
     CompilePool().warm()
+    # and each job's bench child is started while the job before it runs (a fresh one per job still)
+    from tilec.runtime.bench import keep_standby
+
+    keep_standby(settings.bench_standby)
     typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
     app.worker_main([
         "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,

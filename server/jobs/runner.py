@@ -8,12 +8,14 @@ are written in one transaction at the end with upserts: a job run twice leaves o
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
@@ -163,8 +165,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
         prepared = prepare_job(spec, key, stored.params)
         # never build one kernel's artifacts under another's key: the source is read (in a limited child,
         # never here) into the kernel key the row names
-        read_key = run_limited(source_kernel_key, (source, stored.name, spec.budgets, kind), timeout_s=st.compile_timeout_s,
-                               memory_mb=st.compile_memory_mb)  # fmt: skip
+        read_key = _read_key(source, stored.name, spec.budgets, kind, st)
     except ValidationError as exc:
         return _fail(ctx, job_id, f"the stored job spec is not one this worker runs: {exc.errors()[0]['msg']}")
     except CompileLimitError as exc:
@@ -214,6 +215,28 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     log.info("job %s: %s in %.2f s (prepare %.2f s, tune %.2f s [%s], store %.2f s)", job_id, result,
              time.monotonic() - started, tuning - started, finishing - tuning, phases, time.monotonic() - finishing)  # fmt: skip
     return result
+
+
+_READ_KEYS: OrderedDict[tuple, str] = OrderedDict()  # (source sha256, name, budgets, kind) -> kernel key, LRU
+_READ_KEYS_MAX = 256
+_READ_KEYS_LOCK = threading.Lock()
+
+
+def _read_key(source: str, name: str | None, budgets: Any, kind: str, st: Settings) -> str:
+    """The kernel key `source` reads as, read in a limited child; a worker tunes one kernel for many keys, and the
+    read is a function of these inputs alone, so a read already made (and passed) is not made again."""
+    memo = (hashlib.sha256(source.encode()).hexdigest(), name, repr(budgets), kind)
+    with _READ_KEYS_LOCK:
+        if memo in _READ_KEYS:
+            _READ_KEYS.move_to_end(memo)
+            return _READ_KEYS[memo]
+    key = run_limited(source_kernel_key, (source, name, budgets, kind), timeout_s=st.compile_timeout_s,
+                      memory_mb=st.compile_memory_mb)  # fmt: skip
+    with _READ_KEYS_LOCK:
+        _READ_KEYS[memo] = key
+        while len(_READ_KEYS) > _READ_KEYS_MAX:
+            _READ_KEYS.popitem(last=False)
+    return key
 
 
 def _load(session: Session, job_id: int) -> tuple[TuneJob, str, str]:

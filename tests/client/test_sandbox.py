@@ -277,3 +277,45 @@ def test_without_privileges_a_user_namespace_stands_in() -> None:
     for attack in ("read_host_file", "read_parent_environ", "socket", "fork", "exec", "write_file", "chroot_out",
                    "signal_parent"):  # fmt: skip
         assert report[attack] != "allowed", (attack, report)
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):
+                    return True  # exited, not yet reaped
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_standby_bench_children_start_ahead_and_each_serves_one_bench() -> None:
+    from tilec.runtime import bench as bench_mod
+
+    def waiting() -> list[int]:
+        return [c.pid for kept in bench_mod._standby.ready.values() for c in kept]
+
+    add = _compile(ADD, "add_kernel", SIG, CONFIG)
+    bench_mod.keep_standby(1)
+    try:
+        with BenchProcess("cpu", _add_launch(4096), seed=5, timeout_s=30) as first:
+            assert isinstance(first.time(add, CONFIG, max_seconds=0.1), Timing)
+            ahead = waiting()
+            assert len(ahead) == 1 and first.pid not in ahead, "the next bench's child is started already"
+            first_pid = first.pid
+        with BenchProcess("cpu", _add_launch(1024), seed=6, timeout_s=30) as second:
+            assert second.pid == ahead[0], "the child started ahead serves the next bench"
+            assert isinstance(second.time(add, CONFIG, max_seconds=0.1), Timing)
+            with open(f"/proc/{second.pid}/environ", "rb") as f:
+                assert f.read() == b"", "a standby child starts with an empty environment too"
+            assert _gone(first_pid), "the first bench's child ended with its bench (a child per bench)"
+        with BenchProcess("cpu", _add_launch(1024), limits=Limits(cpu_s=7)) as other:
+            assert other.pid not in ahead + waiting(), "a child is only taken by a bench of its own limits"
+            assert other.device_info()["arch"] == "cpu"
+    finally:
+        left = waiting()
+        bench_mod.keep_standby(0)
+    assert waiting() == [] and all(_gone(pid) for pid in left), "keep_standby(0) ends the children waiting"
