@@ -91,6 +91,14 @@ if [ "$stage" = cluster ]; then
       python3 bench/zero_jit.py --target cuda:sm_90 --op "${ZERO_JIT_OP:-layer_norm}" --json "$OUT/zero_jit.json" \
       2>&1 | grep -v -i warn | tee "$OUT/zero_jit.log" | tail -14
   fi
+  if [ "${CONFIG_SWEEP:-}" = 1 ]; then  # each config of the bench matmuls alone under both, on an idle GPU of its own
+    CUDA_VISIBLE_DEVICES=1 timeout 200 python3 bench/config_sweep.py > "$OUT/config_sweep.log" 2>&1 &
+  fi
+  if [ -n "${TUTORIALS:-}" ]; then  # tutorials (carry .wt/tutorials) on one GPU after the drill, e.g. TUTORIALS=08
+    CUDA_VISIBLE_DEVICES=0 timeout $(( ${TUTORIAL_TIMEOUT:-240} * 2 + 30 )) python3 bench/tutorials.py .wt/tutorials \
+      --only "$TUTORIALS" --timeout "${TUTORIAL_TIMEOUT:-240}" --json "$OUT/tutorials.json" 2>&1 | tee "$OUT/tutorials.log" | tail -50
+  fi
+  wait; [ -f "$OUT/config_sweep.log" ] && grep -v -i warn "$OUT/config_sweep.log" | tail -40
 fi
 if [ "$stage" = flaggems ]; then
   # issue 23: FlagGems' own test suite (carry its repository's src/ and tests/ as .wt/flaggems) under plain Triton

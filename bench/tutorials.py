@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,18 +60,27 @@ if _out:
 
 
 def run_one(cmd: list[str], env: dict, timeout: int) -> dict:
+    """Run one script; past `timeout` it gets SIGABRT first, so that Python's fault handler writes where each of
+    its threads was (the stderr kept says what a tutorial that runs too long was doing), then SIGKILL."""
     start = time.perf_counter()
+    p = subprocess.Popen(cmd, env={**env, "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-        rc, out, err = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, out, err = 124, exc.stdout or "", f"timed out after {timeout} s"
-        out = out.decode() if isinstance(out, bytes) else out
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        rc, err = 124, f"{err}\ntimed out after {timeout} s"
     return {
         "rc": rc,
         "seconds": round(time.perf_counter() - start, 1),
         "stdout": out[-4000:],
-        "stderr": err[-4000:],
+        "stderr": err[-8000:],
     }
 
 
@@ -152,6 +162,9 @@ def main() -> None:
             f"{mark}  {path.name:50s} tilec {res['seconds']:7.1f}s  triton: {base_mark}{extra}  {why}",
             flush=True,
         )
+        if not ok and res["rc"] == 124:  # where it was when it ran out of time (the fault handler's dump)
+            for line in res["stderr"].strip().splitlines()[-40:]:
+                print(f"        {line}")
         for name, reason in (stats.get("reasons") or {}).items():
             print(f"        fallback {name}: {reason.splitlines()[0][:200]}")
         for line in row.get("pytest_tail", []):
