@@ -506,18 +506,25 @@ class JobMaker:
 
 
 def submit_client(
-    url: str, jobs_file: str, out_file: str, pace_s: float, deadline_s: float, max_queued: int
+    url: str, jobs_file: str, out_file: str, pace_s: float, deadline_s: float, max_queued: int, go: str = "-"
 ) -> None:
     """Submits each body of `jobs_file` (a JSON list of [tag, body]), one every `pace_s` and, with `max_queued`,
     only while fewer jobs than that wait queued (a stream that keeps the workers busy without outgrowing them),
     until the list ends or a file `out_file`.stop appears; a 503 (or no answer) is tried again after its
-    Retry-After until `deadline_s`; one JSON line per job to `out_file`: its tag, status, id, and every refusal."""
+    Retry-After until `deadline_s`; one JSON line per job to `out_file`: its tag, status, id, and every refusal.
+    With a `go` path: once started (imports done, connection pool made) it writes `out_file`.ready and submits
+    only when `go` exists, so that a round's clock does not count the clients' own start-up."""
     import httpx
 
     bodies = json.loads(Path(jobs_file).read_text())
-    deadline = time.time() + deadline_s
     stop = Path(out_file + ".stop")
     with httpx.Client(timeout=30) as http, open(out_file, "a") as out:
+        if go != "-":
+            Path(out_file + ".ready").touch()
+            start_by = time.time() + 60
+            while not Path(go).exists() and time.time() < start_by:
+                time.sleep(0.005)
+        deadline = time.time() + deadline_s
         for tag, body in bodies:
             while (
                 max_queued
@@ -785,8 +792,10 @@ class Cluster:
 
 
 def submit_all(cluster: Cluster, jobs: list[Job], tag: str, clients: int, pace_s: float = 0.0,
-               deadline_s: float = 120.0, max_queued: int = 0) -> tuple[list[subprocess.Popen], list[Path]]:  # fmt: skip
-    """Start `clients` submitting processes over `jobs` (round-robin); their processes and output files."""
+               deadline_s: float = 120.0, max_queued: int = 0, go: Path | None = None,
+               ) -> tuple[list[subprocess.Popen], list[Path]]:  # fmt: skip
+    """Start `clients` submitting processes over `jobs` (round-robin); their processes and output files. With
+    `go`, each waits for that file before its first submit (and says when it is ready: OUT.ready)."""
     procs, outs = [], []
     for c in range(clients):
         mine = [[f"{tag}:{k}", j.body] for k, j in enumerate(jobs) if k % clients == c]
@@ -796,7 +805,8 @@ def submit_all(cluster: Cluster, jobs: list[Job], tag: str, clients: int, pace_s
         out = cluster.home / f"{tag}-{c}.out.jsonl"
         src.write_text(json.dumps(mine))
         cmd = _client_cmd(
-            "submit-client", cluster.url, str(src), str(out), str(pace_s), str(deadline_s), str(max_queued)
+            "submit-client", cluster.url, str(src), str(out), str(pace_s), str(deadline_s), str(max_queued),
+            str(go) if go is not None else "-",
         )
         procs.append(
             subprocess.Popen(
@@ -836,11 +846,16 @@ def scaling_round(
     jobs = maker.batch(cluster.args.jobs * n)
     say(f"round: {n} worker(s), {len(jobs)} jobs")
     http = cluster.http()
-    t0 = time.monotonic()
-    procs, outs = submit_all(cluster, jobs, f"round{n}", clients=min(4, len(jobs)))
+    go = cluster.home / f"round{n}.go"
+    procs, outs = submit_all(cluster, jobs, f"round{n}", clients=min(4, len(jobs)), go=go)
+    # the clock starts once every client is ready to send (its own Python start-up is not the cluster's time)
+    _until("the round's clients to be ready", lambda: all(Path(f"{o}.ready").exists() for o in outs), 60)
+    t0, wall0 = time.monotonic(), time.time()
+    go.touch()
     wait_clients(procs, timeout)
     lines = read_submits(outs)
     ids = {x["id"] for x in lines if x["id"] is not None}
+    accepts = sorted(x["t"] - wall0 for x in lines if x.get("t") is not None)  # when each submit was accepted
     by_tag = {x["tag"]: x["id"] for x in lines}
     for k, j in enumerate(jobs):
         if by_tag.get(f"round{n}:{k}") is not None:
@@ -855,9 +870,11 @@ def scaling_round(
     http.close()
     row = {"workers": n, "jobs": len(jobs), "accepted": len(ids), "done": len(done), "seconds": seconds,
            "jobs_per_min": 60 * len(done) / seconds, "unfinished_at_timeout": len(unfinished),
+           "first_accepted_s": accepts[0] if accepts else None, "last_accepted_s": accepts[-1] if accepts else None,
            "failed": [(j["id"], (j["error"] or "")[:200]) for j in rows.values() if j["state"] == "failed"]}  # fmt: skip
     say(
         f"round: {n} worker(s): {len(done)}/{len(jobs)} done in {seconds:.1f} s, {row['jobs_per_min']:.1f} jobs/min"
+        + (f" (submits accepted from {accepts[0]:.1f} s to {accepts[-1]:.1f} s)" if accepts else "")
     )
     return row
 
@@ -1299,15 +1316,15 @@ def main() -> None:
     ap.add_argument("--logs", help="write the API's, workers' and servers' logs into this .tar.gz at the end")
     ap.add_argument(
         "--submit-client",
-        nargs=6,
-        metavar=("URL", "IN", "OUT", "PACE", "DEADLINE", "MAX_QUEUED"),
+        nargs=7,
+        metavar=("URL", "IN", "OUT", "PACE", "DEADLINE", "MAX_QUEUED", "GO"),
         help=argparse.SUPPRESS,
     )
     ap.add_argument("--launch-client", nargs=3, metavar=("URL", "IN", "TARGET"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.submit_client:
-        url, src, out, pace, deadline, max_queued = a.submit_client
-        submit_client(url, src, out, float(pace), float(deadline), int(max_queued))
+        url, src, out, pace, deadline, max_queued, go = a.submit_client
+        submit_client(url, src, out, float(pace), float(deadline), int(max_queued), go)
         return
     if a.launch_client:
         launch_client(*a.launch_client)

@@ -478,17 +478,28 @@ class _Standby:
         return child
 
     def take(self, kind: str, device: int, limits: Limits) -> Child:
-        key = (kind, device, tuple(sorted(asdict(limits).items())))
         with self.lock:
-            kept = self.ready.setdefault(key, []) if self.count else []
+            kept = self.ready.setdefault(self.key(kind, device, limits), []) if self.count else []
             child = kept.pop(0) if kept else None
-            while self.count and len(kept) < self.count:  # the next job's child starts now
-                kept.append(self.spawn(kind, device, limits))
+            self._fill(kept, kind, device, limits)  # the next jobs' children start now
         if child is not None and child.alive():
             return child
         if child is not None:
             child.kill()
         return self.spawn(kind, device, limits)
+
+    @staticmethod
+    def key(kind: str, device: int, limits: Limits) -> tuple:
+        return (kind, device, tuple(sorted(asdict(limits).items())))
+
+    def _fill(self, kept: list[Child], kind: str, device: int, limits: Limits) -> None:
+        while self.count and len(kept) < self.count:
+            kept.append(self.spawn(kind, device, limits))
+
+    def fill(self, kind: str, device: int, limits: Limits) -> None:
+        with self.lock:
+            if self.count:
+                self._fill(self.ready.setdefault(self.key(kind, device, limits), []), kind, device, limits)
 
     def set(self, count: int) -> None:
         with self.lock:
@@ -503,12 +514,15 @@ class _Standby:
 _standby = _Standby()
 
 
-def keep_standby(count: int = 1) -> None:
+def keep_standby(count: int = 1, *, kind: str | None = None, device: int = 0, limits: Limits | None = None) -> None:
     """Keep `count` bench children started ahead for each kind of bench this process starts (0: none, the
-    default). A tune worker sets it: a job's bench is then ready when its compiles end, instead of a process
-    start, the imports and a GPU context later (about 0.8 s of a 1.8 s job on an H100 host); and a bench's
-    close no longer waits for its child to exit."""
+    default); with `kind` ("cpu" or "cuda"), those of that kind, device and limits start now, so that a fresh
+    worker's first job finds them too. A tune worker sets it: a job's bench is then ready when its compiles end,
+    instead of a process start, the imports and a GPU context later (about 0.8 s of a 1.8 s job on an H100
+    host); and a bench's close no longer waits for its child to exit."""
     _standby.set(count)
+    if count and kind is not None:
+        _standby.fill(kind, device, limits or Limits())
     if count:
         import atexit
 

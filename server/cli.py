@@ -310,8 +310,9 @@ def worker(
     CompilePool().warm()
     # and each job's bench child is started while the job before it runs (a fresh one per job still)
     from tilec.runtime.bench import keep_standby
+    from tilec.server.jobs.runner import bench_limits
 
-    keep_standby(settings.bench_standby)
+    keep_standby(settings.bench_standby, kind="cpu" if target == "cpu" else "cuda", limits=bench_limits(settings))
     typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
     app.worker_main([
         "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,

@@ -192,7 +192,7 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     # every config compiles under the compile limits and stops on a cancel; the bench child is sandboxed
     compiler = limited_compiler(st.tune_compile_workers or None, timeout_s=st.compile_timeout_s,
                                 memory_mb=st.compile_memory_mb, cancelled=lambda: beat.stop_now)  # fmt: skip
-    limits = Limits(memory_mb=st.bench_memory_mb, cpu_s=st.bench_cpu_s, life_cpu_s=st.bench_life_cpu_s)
+    limits = bench_limits(st)
     tuning = time.monotonic()
     try:
         outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
@@ -274,6 +274,11 @@ def _spec(ctx: WorkerContext, job: TuneJob, r: TuneJobSpec, source: str, kind: s
         brief=replace(BRIEF, max_seconds=s.tune_brief_seconds),
         graph=r.cuda_graph,
     )
+
+
+def bench_limits(s: Settings) -> Limits:
+    """What a tune's bench child may use (the worker's bench children started ahead are made with these)."""
+    return Limits(memory_mb=s.bench_memory_mb, cpu_s=s.bench_cpu_s, life_cpu_s=s.bench_life_cpu_s)
 
 
 def launch_budgets(s: Settings) -> LaunchBudgets:
