@@ -106,6 +106,10 @@ if [ "$stage" = flaggems ]; then
   # GPU, one test in FLAGGEMS_SAMPLE (the same in both runs), in the suite's quick mode; FLAGGEMS_ARGS adds options
   export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
   dl=${FLAGGEMS_DEADLINE:-300}
+  if [ -n "${PRE_TESTS:-}" ]; then  # GPU tests to run first, on GPU 0 (e.g. the test of a fix the suite is about to use)
+    CUDA_VISIBLE_DEVICES=0 timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+      $PRE_TESTS 2>&1 | tee "$OUT/pre_tests.log" | tail -6
+  fi
   # FLAGGEMS_PROBE=1: bench/flaggems_probe.py, then the tutorials named in TUTORIALS (if any), on the last GPU
   # beside the suite
   if [ "${FLAGGEMS_PROBE:-}" = 1 ]; then

@@ -31,6 +31,7 @@ from ..llvm.types import (
     scalar_ll,
     splat_const,
 )
+from ..llvm.volatile import volatile_load
 from .buffers import (
     CHUNK_PLANS,
     Big,
@@ -94,11 +95,12 @@ def _load(lw: FunctionLowering, op: Operation) -> list:
     mty = mem_ll(e)
     fallback = to_mem(b, e, other) if other is not None else ir.Constant(mty, 0)
     ptr = _as_ptrs(b, addr)
+    load = volatile_load if op.attrs.get("volatile") else lambda b, p, t: b.load(p, typ=t)
     if mask is None:
-        return [from_mem(b, e, b.load(ptr, typ=mty))]
+        return [from_mem(b, e, load(b, ptr, mty))]
     with b.if_else(mask) as (then, otherwise):
         with then:
-            loaded = b.load(ptr, typ=mty)
+            loaded = load(b, ptr, mty)
             then_bb = b.block
         with otherwise:
             else_bb = b.block

@@ -14,6 +14,7 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import TileType, elem_type
+from ..llvm.volatile import volatile_load
 from . import ops
 from .layouts import Layout
 
@@ -184,10 +185,9 @@ class MemoryLowering:
         b.call(asm, [p, pred, *vals])
 
     def _load(self, p, vt, align: int, op: Operation):
-        inst = self.b.load(p, typ=vt, align=align)
-        if op.attrs.get("volatile"):
-            inst.volatile = True  # type: ignore[attr-defined]
-        return inst
+        if not op.attrs.get("volatile"):
+            return self.b.load(p, typ=vt, align=align)
+        return volatile_load(self.b, p, vt, align)  # ld.volatile.global: read from memory every time
 
     def _masked(self, pred, emit, alt):
         cur = self.b.block
@@ -218,14 +218,17 @@ class MemoryLowering:
         return [self.b.extract_element(v, ir.Constant(ops.I32, i)) for i in range(w)]
 
     def _scalar_load(self, op: Operation, e, mt):
+        """A load of one element; a volatile one stays volatile (a spin on a flag another program sets, as in a
+        decoupled look-back, must read memory each time, not once)."""
         p = self.scalar(op.operands[0])
+        eb = self.smem_bytes_of(mt)
         if len(op.operands) == 1:
-            return ops.from_mem(self.b, e, self.b.load(p, typ=mt))
+            return ops.from_mem(self.b, e, self._load(p, mt, eb, op))
         mask = self.scalar(op.operands[1])
         alt = ops.to_mem(self.b, e, self.scalar(op.operands[2])) if len(op.operands) > 2 else ir.Constant(mt, None)
         if len(op.operands) == 2:
             alt = ir.Constant(mt, 0) if isinstance(mt, ir.IntType) else ir.Constant(mt, 0.0)
-        return ops.from_mem(self.b, e, self._masked(mask, lambda: self.b.load(p, typ=mt), alt))
+        return ops.from_mem(self.b, e, self._masked(mask, lambda: self._load(p, mt, eb, op), alt))
 
     def op_store(self, op: Operation) -> None:
         ptr, val = op.operands[:2]
