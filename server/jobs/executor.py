@@ -23,6 +23,7 @@ log = logging.getLogger("tilec.jobs")
 
 
 LIVE_TTL_S = 5.0  # how long the answer to "which targets have a live worker" is reused
+LIVE_STALE_S = 60.0  # how old an answer a submit's warning takes while a fresh one is asked in the background
 
 
 def worker_hostname(target: str, pid: int) -> str:
@@ -51,7 +52,7 @@ class Executor(Protocol):
 
     def submit(self, job_id: int, target: str, *, resend: bool = False) -> None: ...  # resend: to the queue's front
 
-    def live_targets(self) -> set[str] | None: ...  # the targets some worker serves now (None: unknown)
+    def live_targets(self, *, wait: bool = True) -> set[str] | None: ...  # targets some worker serves now (None: unknown)
 
     def last_seen(self, target: str) -> datetime | None: ...  # when this process last saw a worker of target
 
@@ -88,7 +89,7 @@ class InProcessExecutor:
             self._targets = local_targets()
         return self._targets
 
-    def live_targets(self) -> set[str]:
+    def live_targets(self, *, wait: bool = True) -> set[str]:
         """What the thread in this process runs: certain (a job for another target is refused at submit,
         but one queued before a restart on another machine, or by a Celery setup, can wait for it)."""
         return self.targets()
@@ -134,25 +135,44 @@ class CeleryExecutor:
     def targets(self) -> None:
         return None
 
-    def live_targets(self) -> set[str] | None:
+    def live_targets(self, *, wait: bool = True) -> set[str] | None:
         """The targets of the workers that answer a ping now (their hostnames, as `tilec worker` names
         them, carry the target), remembered for LIVE_TTL_S: a submit, or the web page's poll, asks at most
         that often. None when the broker cannot be asked (remembered as long: a page polling while the
-        broker is down does not wait on a failing ping each time)."""
+        broker is down does not wait on a failing ping each time). With wait=False (a submit's warning) an
+        answer older than LIVE_TTL_S but younger than LIVE_STALE_S is given as it is while a ping renews it in
+        the background: a ping waits its whole timeout (1 s) for the replies, which a submit's answer need not
+        wait for; with no answer that recent it waits."""
+        live = self._live
+        if not wait and live is not None and time.monotonic() - live[0] < LIVE_STALE_S:
+            if time.monotonic() - live[0] >= LIVE_TTL_S and self._asking.acquire(blocking=False):
+                threading.Thread(target=self._renew, name="tilec-live-targets", daemon=True).start()
+            return live[1]
         with self._asking:
             now = time.monotonic()
             if self._live is not None and now - self._live[0] < LIVE_TTL_S:
                 return self._live[1]
-            try:
-                replies = self.app.control.ping(timeout=min(1.0, self.settings.broker_timeout_s))
-            except Exception:  # noqa: BLE001 - the broker down: submit says so itself; here we only do not know
-                self._live = (now, None)
-                return None
-            found = {t for reply in replies for host in reply if (t := worker_target(host)) is not None}
-            seen = datetime.now(UTC)
-            self._seen.update((t, seen) for t in found)
-            self._live = (now, found)
-            return found
+            return self._ping(now)
+
+    def _renew(self) -> None:
+        """A ping in the background (the caller acquired _asking for it)."""
+        try:
+            self._ping(time.monotonic())
+        finally:
+            self._asking.release()
+
+    def _ping(self, now: float) -> set[str] | None:
+        """Ask the workers (under _asking) and remember the answer."""
+        try:
+            replies = self.app.control.ping(timeout=min(1.0, self.settings.broker_timeout_s))
+        except Exception:  # noqa: BLE001 - the broker down: submit says so itself; here we only do not know
+            self._live = (now, None)
+            return None
+        found = {t for reply in replies for host in reply if (t := worker_target(host)) is not None}
+        seen = datetime.now(UTC)
+        self._seen.update((t, seen) for t in found)
+        self._live = (now, found)
+        return found
 
     def last_seen(self, target: str) -> datetime | None:
         """When a worker of `target` last answered one of this process's pings (None: not since it started)."""

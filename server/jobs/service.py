@@ -198,7 +198,13 @@ async def _no_worker_warning(state: AppState, target: str) -> str | None:
     """A job for a target no live worker serves waits queued until one starts: said at submit (a 202 all
     the same, not a 422: a worker may be starting, and the queue keeps the job for it)."""
     live_targets = getattr(state.executor, "live_targets", None)
-    live = await run_in_threadpool(live_targets) if live_targets is not None else None
+    if live_targets is None:
+        return None
+    # a recent answer that names the target will do (no submit waits on a ping while workers serve it); one that
+    # does not is asked again before the job is said to wait for nobody
+    live = await run_in_threadpool(live_targets, wait=False)
+    if live is not None and target not in live:
+        live = await run_in_threadpool(live_targets)
     if live is None or target in live:
         return None
     serving = ", ".join(sorted(live)) or "none"

@@ -464,3 +464,40 @@ def test_the_live_targets_answer_is_reused_and_a_seen_worker_remembered(tmp_path
     expire()
     answers.append([])
     assert celery.live_targets() == set() and celery.last_seen("cuda:sm_90") == seen  # gone: last seen kept
+
+
+def test_a_submits_warning_does_not_wait_for_a_ping_once_there_is_an_answer(tmp_path: Path) -> None:
+    """live_targets(wait=False), what a submit's no-worker warning asks: with no answer yet it pings; with an
+    answer older than LIVE_TTL_S it gives that one at once while a ping renews it in the background (a ping
+    waits its whole timeout for replies: every 5 s, one submit answered a second late); the renewed answer is
+    there after it. No broker is reached: the ping is this test's."""
+    import threading
+
+    from tilec.server.jobs import executor as ex
+
+    celery = ex.CeleryExecutor(Settings(data_dir=tmp_path, broker_url="redis://127.0.0.1:1/0"))
+    host = f"{ex.worker_hostname('cuda:sm_90', 7)}@gpu1"
+    release, pinged = threading.Event(), threading.Event()
+    answers: list[object] = [[{host: {"ok": "pong"}}], []]
+
+    def ping(timeout: float) -> object:
+        pinged.set()
+        if len(answers) == 1:  # the renewal: slow, as a real ping is (it waits out its timeout)
+            assert release.wait(10)
+        return answers.pop(0)
+
+    celery.app.control.ping = ping  # type: ignore[method-assign]
+    assert celery.live_targets(wait=False) == {"cuda:sm_90"}, "no answer yet: it waits for the first ping"
+    assert celery._live is not None
+    celery._live = (celery._live[0] - ex.LIVE_TTL_S, celery._live[1])  # as if LIVE_TTL_S had passed
+    pinged.clear()
+    start = time.monotonic()
+    assert celery.live_targets(wait=False) == {"cuda:sm_90"}, "the stale answer, at once"
+    assert time.monotonic() - start < 0.5 and pinged.wait(5), "while a ping renews it in the background"
+    assert celery.live_targets(wait=False) == {"cuda:sm_90"} and len(answers) == 1, "one renewal at a time"
+    release.set()
+    deadline = time.monotonic() + 5
+    while celery._live[1] != set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert celery.live_targets(wait=False) == set() and answers == [], "the renewed answer: no worker now"
+    assert celery.live_targets() == set(), "wait=True reuses it too (fresh)"

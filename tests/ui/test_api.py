@@ -362,7 +362,7 @@ class StubBroker:
     def __init__(self, live: set[str] | None, seen: dict[str, object]) -> None:
         self.live, self.seen = live, seen
 
-    def live_targets(self) -> set[str] | None:
+    def live_targets(self, *, wait: bool = True) -> set[str] | None:
         return self.live
 
     def last_seen(self, target: str) -> object:
