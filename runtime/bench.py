@@ -589,7 +589,12 @@ class BenchProcess:
     def _start(self) -> None:
         kind = "cpu" if self._spec[0] == "cpu" else "cuda"
         self._child = _standby.take(kind, self._spec[3], self.limits)
-        self._child.send(self._spec)
+        try:
+            self._child.send(self._spec)
+        except (BrokenPipeError, OSError):  # a child started ahead that has died since: a fresh one
+            self._child.kill()
+            self._child = _Standby.spawn(kind, self._spec[3], self.limits)
+            self._child.send(self._spec)
         self._ready = False
         if self._spawned:
             self.restarts += 1

@@ -319,3 +319,21 @@ def test_standby_bench_children_start_ahead_and_each_serves_one_bench() -> None:
         left = waiting()
         bench_mod.keep_standby(0)
     assert waiting() == [] and all(_gone(pid) for pid in left), "keep_standby(0) ends the children waiting"
+
+
+def test_a_standby_child_that_died_is_replaced_by_a_fresh_one() -> None:
+    import signal as signals
+
+    from tilec.runtime import bench as bench_mod
+
+    add = _compile(ADD, "add_kernel", SIG, CONFIG)
+    bench_mod.keep_standby(1, kind="cpu", limits=Limits())
+    try:
+        [dead] = [c for kept in bench_mod._standby.ready.values() for c in kept]
+        os.killpg(dead.pid, signals.SIGKILL)
+        assert _gone(dead.pid)
+        with BenchProcess("cpu", _add_launch(1024), limits=Limits()) as bench:
+            assert bench.pid != dead.pid
+            assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing)
+    finally:
+        bench_mod.keep_standby(0)
