@@ -21,7 +21,8 @@ from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
 from tilec.compiler.tune.stats import Timing, adaptive
 
 from .errors import KernelAssertionError, LaunchError, TilecError
-from .sandbox import Child, Limits, Profile, clean, per_call
+from .sandbox import Child, Limits, clean, per_call
+from .standby import standby
 
 FAULT_KINDS = ("fault", "crash", "timeout", "launch")
 _L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any GPU so far (H100: 50 MiB)
@@ -458,77 +459,6 @@ def _warm(kind: str, device: int) -> None:
         pass
 
 
-class _Standby:
-    """Bench children started ahead of need (a tune worker's setting, keep_standby): each has done its imports
-    and made its GPU context while the last job ran, and waits for a launch. A child still serves one
-    BenchProcess only (one job's kernels; a fresh process per job, as without standby): it is only started
-    earlier. Keyed by target kind, device and limits, since the child's sandbox is fixed when it starts."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.lock = threading.Lock()
-        self.count = 0
-        self.ready: dict[tuple, list[Child]] = {}
-
-    @staticmethod
-    def spawn(kind: str, device: int, limits: Limits) -> Child:
-        child = Child("tilec.runtime.bench:sandboxed_bench", Profile(kind=kind, limits=limits))
-        child.send(("warm", kind, device))
-        return child
-
-    def take(self, kind: str, device: int, limits: Limits) -> Child:
-        with self.lock:
-            kept = self.ready.setdefault(self.key(kind, device, limits), []) if self.count else []
-            child = kept.pop(0) if kept else None
-            self._fill(kept, kind, device, limits)  # the next jobs' children start now
-        if child is not None and child.alive():
-            return child
-        if child is not None:
-            child.kill()
-        return self.spawn(kind, device, limits)
-
-    @staticmethod
-    def key(kind: str, device: int, limits: Limits) -> tuple:
-        return (kind, device, tuple(sorted(asdict(limits).items())))
-
-    def _fill(self, kept: list[Child], kind: str, device: int, limits: Limits) -> None:
-        while self.count and len(kept) < self.count:
-            kept.append(self.spawn(kind, device, limits))
-
-    def fill(self, kind: str, device: int, limits: Limits) -> None:
-        with self.lock:
-            if self.count:
-                self._fill(self.ready.setdefault(self.key(kind, device, limits), []), kind, device, limits)
-
-    def set(self, count: int) -> None:
-        with self.lock:
-            self.count = max(0, count)
-            dropped = [c for kept in self.ready.values() for c in kept[self.count:]]
-            for kept in self.ready.values():
-                del kept[self.count:]
-        for child in dropped:
-            child.kill()
-
-
-_standby = _Standby()
-
-
-def keep_standby(count: int = 1, *, kind: str | None = None, device: int = 0, limits: Limits | None = None) -> None:
-    """Keep `count` bench children started ahead for each kind of bench this process starts (0: none, the
-    default); with `kind` ("cpu" or "cuda"), those of that kind, device and limits start now, so that a fresh
-    worker's first job finds them too. A tune worker sets it: a job's bench is then ready when its compiles end,
-    instead of a process start, the imports and a GPU context later (about 0.8 s of a 1.8 s job on an H100
-    host); and a bench's close no longer waits for its child to exit."""
-    _standby.set(count)
-    if count and kind is not None:
-        _standby.fill(kind, device, limits or Limits())
-    if count:
-        import atexit
-
-        atexit.register(_standby.set, 0)
-
-
 def _exit_reason(code: int | None) -> str:
     if code is None:
         return "the bench process stopped answering"
@@ -588,12 +518,12 @@ class BenchProcess:
 
     def _start(self) -> None:
         kind = "cpu" if self._spec[0] == "cpu" else "cuda"
-        self._child = _standby.take(kind, self._spec[3], self.limits)
+        self._child = standby.take(kind, self._spec[3], self.limits)
         try:
             self._child.send(self._spec)
         except (BrokenPipeError, OSError):  # a child started ahead that has died since: a fresh one
             self._child.kill()
-            self._child = _Standby.spawn(kind, self._spec[3], self.limits)
+            self._child = standby.spawn(kind, self._spec[3], self.limits)
             self._child.send(self._spec)
         self._ready = False
         if self._spawned:
@@ -668,7 +598,7 @@ class BenchProcess:
         except (BrokenPipeError, OSError):
             pass
         child, self._child = self._child, None
-        if _standby.count:  # a worker: the next job need not wait for this child's exit
+        if standby.count:  # a worker: the next job need not wait for this child's exit
             import threading
 
             threading.Thread(target=child.kill, kwargs={"grace_s": min(5.0, self.timeout_s)}, daemon=True).start()

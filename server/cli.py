@@ -309,7 +309,7 @@ def worker(
 
     CompilePool().warm()
     # and each job's bench child is started while the job before it runs (a fresh one per job still)
-    from tilec.runtime.bench import keep_standby
+    from tilec.runtime.standby import keep_standby
     from tilec.server.jobs.runner import bench_limits
 
     keep_standby(settings.bench_standby, kind="cpu" if target == "cpu" else "cuda", limits=bench_limits(settings))

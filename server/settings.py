@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     bench_cpu_s: int = 120
     bench_life_cpu_s: int = 3600
     # bench children a `tilec worker` keeps started ahead (imports and GPU context done while the jobs before run;
-    # each still serves one job): runtime/bench.py keep_standby. 0: each job starts its own when it begins. Two,
+    # each still serves one job): runtime/standby.py keep_standby. 0: each job starts its own when it begins. Two,
     # since a child takes longer to start (~1 s on an H100 host, more with four workers) than a short job runs
     bench_standby: int = 2
     # caches

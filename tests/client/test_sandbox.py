@@ -293,10 +293,10 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
 
 
 def test_standby_bench_children_start_ahead_and_each_serves_one_bench() -> None:
-    from tilec.runtime import bench as bench_mod
+    from tilec.runtime import standby as bench_mod
 
     def waiting() -> list[int]:
-        return [c.pid for kept in bench_mod._standby.ready.values() for c in kept]
+        return [c.pid for kept in bench_mod.standby.ready.values() for c in kept]
 
     add = _compile(ADD, "add_kernel", SIG, CONFIG)
     bench_mod.keep_standby(1)
@@ -324,12 +324,12 @@ def test_standby_bench_children_start_ahead_and_each_serves_one_bench() -> None:
 def test_a_standby_child_that_died_is_replaced_by_a_fresh_one() -> None:
     import signal as signals
 
-    from tilec.runtime import bench as bench_mod
+    from tilec.runtime import standby as bench_mod
 
     add = _compile(ADD, "add_kernel", SIG, CONFIG)
     bench_mod.keep_standby(1, kind="cpu", limits=Limits())
     try:
-        [dead] = [c for kept in bench_mod._standby.ready.values() for c in kept]
+        [dead] = [c for kept in bench_mod.standby.ready.values() for c in kept]
         os.killpg(dead.pid, signals.SIGKILL)
         assert _gone(dead.pid)
         with BenchProcess("cpu", _add_launch(1024), limits=Limits()) as bench:
