@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -113,32 +114,31 @@ def pytest_runtest_logreport(report):
 """
 
 
+def records(work: Path, stem: str) -> Iterator[dict]:
+    """The plugin's lines (one per test report) of every shard of one file and mode, in order; torn lines skipped."""
+    for path in sorted(work.glob(f"{stem}*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
 def outcomes(work: Path, stem: str) -> dict[str, tuple[str, str]]:
     """test id -> (passed | failed | skipped, the failure's first error lines), from the plugin's lines of every
     shard of one file and mode (a failure is final: a failed teardown after a passed call is a failure)."""
     out: dict[str, tuple[str, str]] = {}
-    lines = [ln for path in sorted(work.glob(f"{stem}*.jsonl")) for ln in path.read_text().splitlines()]
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if out.get(rec["id"], ("",))[0] == "failed":
-            continue
-        out[rec["id"]] = (rec["state"], rec["msg"])
+    for rec in records(work, stem):
+        if out.get(rec["id"], ("",))[0] != "failed":
+            out[rec["id"]] = (rec["state"], rec["msg"])
     return out
 
 
 def durations(work: Path, stem: str) -> dict[str, float]:
     """test id -> seconds of its call, from the plugin's lines of every shard of one file and mode."""
     out: dict[str, float] = {}
-    for path in sorted(work.glob(f"{stem}*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            out[rec["id"]] = out.get(rec["id"], 0.0) + float(rec.get("s", 0.0))
+    for rec in records(work, stem):
+        out[rec["id"]] = out.get(rec["id"], 0.0) + float(rec.get("s", 0.0))
     return out
 
 

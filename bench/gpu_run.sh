@@ -12,6 +12,8 @@ fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 python3 -c 'import torch, triton, llvmlite, cuda.bindings as cb; print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, llvmlite.__version__, cb.__version__)'
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+# a `tilec` command for the steps that run it (zero_jit's pull), as an installed package would have
+tilec_command() { mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec; }
 if [ "$stage" = all ] || [ "$stage" = tests ]; then
   timeout 420 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_gpu.py tests/cuda/test_gpu_every_op.py tests/frontend/test_wild_cuda.py tests/cuda/test_sandbox_cuda.py 2>&1 \
@@ -86,7 +88,7 @@ if [ "$stage" = cluster ]; then
     --logs "$OUT/cluster_logs.tar.gz" 2>&1 | tee "$OUT/cluster_gpu.log" | tail -60
   echo "drill exit ${PIPESTATUS[0]}"
   if [ -d .wt/flaggems ]; then
-    mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
+    tilec_command
     CUDA_VISIBLE_DEVICES=0 PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH PATH=/tmp/bin:$PATH timeout 170 \
       python3 bench/zero_jit.py --target cuda:sm_90 --op "${ZERO_JIT_OP:-layer_norm}" --json "$OUT/zero_jit.json" \
       2>&1 | grep -v -i warn | tee "$OUT/zero_jit.log" | tail -14
@@ -122,7 +124,7 @@ if [ "$stage" = flaggems ]; then
           tests/cuda/test_launch_gpu.py > "$OUT/gpu_tests.log" 2>&1
       fi
       if [ "${ZERO_JIT:-}" = 1 ]; then  # issue 27 on the GPU: record, pull, strict (`tilec` as a command)
-        mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
+        tilec_command
         PATH=/tmp/bin:$PATH timeout "$(left)" python3 bench/zero_jit.py --target cuda:sm_90 --json "$OUT/zero_jit.json" \
           > "$OUT/zero_jit.log" 2>&1
       fi
@@ -153,7 +155,7 @@ if [ "$stage" = dropin ]; then
   # tilec, each config of the bench matmuls alone, and the probe; the steps after the speed table share one log
   export PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH
   n=$(nvidia-smi -L | grep -c '^GPU '); last=$((n - 1)); dl=${FLAGGEMS_DEADLINE:-300}
-  mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec
+  tilec_command
   (
     export CUDA_VISIBLE_DEVICES=$last
     left() { echo $(( dl + 40 - SECONDS > 5 ? dl + 40 - SECONDS : 5 )); }
