@@ -55,11 +55,7 @@ class MemoryLowering:
 
     def _strides(self, shape: tuple[int, ...], pad: int) -> tuple[list[int], int]:
         """Row-major element strides with `pad` elements after each innermost row; total elements."""
-        strides, acc = [0] * len(shape), 1
-        for d in range(len(shape) - 1, -1, -1):
-            strides[d] = acc
-            acc *= shape[d] + (pad if d == len(shape) - 1 and len(shape) > 1 else 0)
-        return strides, max(acc, 1)
+        return padded_strides(shape, pad)
 
     def _base_index(self, lay: Layout, strides: list[int]):
         tc = self.thread_coord(lay)
@@ -85,28 +81,51 @@ class MemoryLowering:
         return self.through_smem(vals, src, dst, e)
 
     def through_smem(self, vals: list, src: Layout, dst: Layout, e, only_owner: bool = False) -> list:
+        """The tile written in `src`'s layout and read back in `dst`'s, row-major with padded rows. Where a
+        thread's consecutive registers hold consecutive elements of a row, they move as one vector access
+        (up to 16 bytes, aligned); the padding is chosen, among 4, 8 and 16 bytes, for the fewest shared
+        memory wavefronts of the two sides (bank conflicts counted on warp 0), the smaller on a tie."""
         st = self.smem_type(e)
         nbytes = self.smem_bytes_of(st)
-        pad = max(1, 4 // nbytes) if nbytes < 8 else 1
+        base_align = (self.shm.base & -self.shm.base) if self.shm.base else 16
+        vec_ok = st in (ops.F16, ops.F32, ops.F64) or (isinstance(st, ir.IntType) and ops.reg_type(e) != ops.I1)
+        pad, (run_s, run_d) = choose_padding(src, dst, nbytes, min(16, base_align) if vec_ok else nbytes)
         strides, total = self._strides(src.shape, pad)
         self.shm.claim(total * nbytes)
         base = self.pb.mul(self._base_index(src, strides), ir.Constant(ops.I32, nbytes))
         owner = self.owner_pred(src) if only_owner else None
-        for r in self.unique_regs(src):
+        for r, group in vector_groups(src, self.unique_regs(src), run_s):
             off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(src, r, strides) * nbytes))
             if owner is None:
-                self.smem_store(off, vals[r], e)
+                self._smem_store_run(off, [vals[g] for g in group], e, st, nbytes)
             else:
                 with self.b.if_then(owner):
-                    self.smem_store(off, vals[r], e)
+                    self._smem_store_run(off, [vals[g] for g in group], e, st, nbytes)
         self.barrier()
         base = self.pb.mul(self._base_index(dst, strides), ir.Constant(ops.I32, nbytes))
-        out = []
-        for r in range(dst.num_regs):
+        out: list = [None] * dst.num_regs
+        for r, group in vector_groups(dst, range(dst.num_regs), run_d):
             off = self.b.add(base, ir.Constant(ops.I32, self._reg_index(dst, r, strides) * nbytes))
-            out.append(self.smem_load(off, e))
+            for g, v in zip(group, self._smem_load_run(off, len(group), e, st, nbytes), strict=True):
+                out[g] = v
         self.shm.released()
         return out
+
+    def _smem_store_run(self, off, vs: list, e, st, nbytes: int) -> None:
+        if len(vs) == 1:
+            self.smem_store(off, vs[0], e)
+            return
+        vt = ir.VectorType(st, len(vs))
+        vec = ir.Constant(vt, None)
+        for i, v in enumerate(vs):
+            vec = self.b.insert_element(vec, v, ir.Constant(ops.I32, i))
+        self.b.store(vec, self.smem_at(off), align=len(vs) * nbytes)
+
+    def _smem_load_run(self, off, n: int, e, st, nbytes: int) -> list:
+        if n == 1:
+            return [self.smem_load(off, e)]
+        vec = self.b.load(self.smem_at(off), typ=ir.VectorType(st, n), align=n * nbytes)
+        return [self.b.extract_element(vec, ir.Constant(ops.I32, i)) for i in range(n)]
 
     def broadcast_scalar(self, v, e, pred):
         """A value computed where `pred` holds (one thread), made visible to every thread."""
@@ -337,3 +356,92 @@ class MemoryLowering:
         if len(unique) != lay.num_regs or not isinstance(owner, ir.Constant):
             out = self.through_smem(out, lay, lay, e, only_owner=True)
         self.define(op.result, lay, out)
+
+
+# ---- conversions through shared memory: vector runs and padding ---------------------------------------
+
+
+def padded_strides(shape: tuple[int, ...], pad: int) -> tuple[list[int], int]:
+    """Row-major element strides with `pad` elements after each innermost row (of a 2-D or higher tile);
+    the total in elements."""
+    strides, acc = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = acc
+        acc *= shape[d] + (pad if d == len(shape) - 1 and len(shape) > 1 else 0)
+    return strides, max(acc, 1)
+
+
+def vector_run(lay: Layout, nbytes: int, limit: int, pitch: int | None) -> int:
+    """How many consecutive registers of `lay` hold consecutive elements of a row, each run starting at an
+    element index that is a multiple of its length: a power of two of at most `limit` bytes. `pitch`: the
+    row stride in elements (None for a 1-D tile)."""
+    last = len(lay.shape) - 1
+    k = 0
+    while k < len(lay.reg) and (2 << k) * nbytes <= limit:
+        if lay.reg[k] != tuple((1 << k) if d == last else 0 for d in range(len(lay.shape))):
+            break
+        k += 1
+    run = 1 << k
+    while run > 1:
+        rest = [*lay.reg[run.bit_length() - 1:], *lay.lane, *lay.warp]
+        if all(b[last] % run == 0 for b in rest) and (pitch is None or pitch % run == 0):
+            return run
+        run //= 2
+    return 1
+
+
+def vector_groups(lay: Layout, regs, run: int) -> list[tuple[int, list[int]]]:
+    """The registers `regs` (each group's first, then the run it starts), `run` consecutive ones at a time."""
+    regs = list(regs)
+    if run == 1:
+        return [(r, [r]) for r in regs]
+    return [(r, list(range(r, r + run))) for r in regs if r % run == 0]
+
+
+def wavefronts(lay: Layout, strides: list[int], nbytes: int, run: int) -> int:
+    """Shared-memory wavefronts of warp 0 reading (or writing) every register of `lay` in runs of `run`:
+    an access of w bytes a lane is served 128 bytes at a time (32, 16 or 8 lanes), and each part takes as
+    many wavefronts as the most distinct 4-byte words any one bank holds; lanes on the same word share it."""
+    width = run * nbytes
+    lanes_per = 32 if width <= 4 else 128 // width
+    lane_off = []
+    for lane in range(32):
+        c = [0] * len(lay.shape)
+        for i, basis in enumerate(lay.lane):
+            if lane >> i & 1:
+                c = [x | y for x, y in zip(c, basis, strict=True)]
+        lane_off.append(sum(x * s for x, s in zip(c, strides, strict=True)))
+    zero = sum(1 << i for i, bs in enumerate(lay.reg) if not any(bs))
+    total = 0
+    for r in range(0, lay.num_regs, run):
+        if r & zero:
+            continue
+        reg_off = sum(x * s for x, s in zip(lay.reg_coord(r), strides, strict=True))
+        for p in range(0, 32, lanes_per):
+            banks: dict[int, set[int]] = {}
+            for lane in range(p, p + lanes_per):
+                start = (lane_off[lane] + reg_off) * nbytes
+                for word in range(start // 4, (start + max(width, 1) - 1) // 4 + 1):
+                    banks.setdefault(word % 32, set()).add(word)
+            total += max(len(w) for w in banks.values())
+    return total
+
+
+def choose_padding(src: Layout, dst: Layout, nbytes: int, limit: int) -> tuple[int, tuple[int, int]]:
+    """Padding (elements after each row) and the vector runs of the write (`src`) and the read (`dst`):
+    of 4, 8 and 16 bytes of padding (at least one element), the one with the fewest wavefronts, the
+    smallest on a tie. A 1-D tile has no rows to pad."""
+    if len(src.shape) < 2:
+        return 1, (vector_run(src, nbytes, limit, None), vector_run(dst, nbytes, limit, None))
+    best = None
+    for pad_bytes in (4, 8, 16):
+        pad = max(1, pad_bytes // nbytes)
+        if best is not None and pad == best[1]:
+            continue
+        pitch = src.shape[-1] + pad
+        strides, _ = padded_strides(src.shape, pad)
+        runs = (vector_run(src, nbytes, limit, pitch), vector_run(dst, nbytes, limit, pitch))
+        cost = wavefronts(src, strides, nbytes, runs[0]) + wavefronts(dst, strides, nbytes, runs[1])
+        if best is None or cost < best[0]:
+            best = (cost, pad, runs)
+    return best[1], best[2]

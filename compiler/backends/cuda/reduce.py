@@ -54,6 +54,18 @@ class ReduceLowering:
             take = bld.or_(cmp(better, bv, av), bld.and_(cmp("==", bv, av), lower_idx))
         return bld.select(take, bv, av), bld.select(take, bi, ai)
 
+    def _arg_combine_later(self, kind: str, e, a, b):
+        """The argmax/argmin combine where b's index is known to be above a's: a tie keeps a, so b is taken
+        only when strictly better; for floats, a NaN b never, and any number replaces a NaN a."""
+        bld = self.b
+        (av, ai), (bv, bi) = a, b
+        better = ">" if kind == "argmax" else "<"
+        if e.is_float:  # unordered-or-better, and b a number
+            take = bld.and_(bld.fcmp_unordered(better, bv, av), bld.fcmp_ordered("ord", bv, bv))
+        else:
+            take = (bld.icmp_signed if e.is_signed else bld.icmp_unsigned)(better, bv, av)
+        return bld.select(take, bv, av), bld.select(take, bi, ai)
+
     # ---- shuffles ------------------------------------------------------------------------------
 
     def shfl_xor(self, v, mask: int):
@@ -95,18 +107,71 @@ class ReduceLowering:
         nan = op.attrs.get("propagate_nan", False)
         e = elem_type(x.type)
         lay = self.layout_of(x)
-        vals = self.get(x, lay)
-        if kind in ("argmax", "argmin"):
-            tc = self.thread_coord(lay)[axis]
-            idx = [self.b.add(tc, ir.Constant(ops.I32, lay.reg_coord(r)[axis])) for r in range(lay.num_regs)]
-            parts = list(zip(vals, idx, strict=False))
-            fn = lambda a, b: self._arg_combine(kind, e, a, b)  # noqa: E731
-            out = self._reduce_parts(lay, axis, parts, fn, [e, I32_T])
-            self._define_reduced(op.results[:1], lay.without_dim(axis), [[p[1] for p in out]])
+        twins, done = self._arg_twins()
+        if op in done:
+            return  # reduced together with its twin (below)
+        twin = twins.get(op)
+        if kind in ("argmax", "argmin") or twin is not None:
+            arg_op = op if kind in ("argmax", "argmin") else twin
+            value_op = twin if arg_op is op else op
+            self._arg_reduce(arg_op, value_op, lay, e)
             return
+        vals = self.get(x, lay)
         out = self._reduce_parts(lay, axis, [(v,) for v in vals],
                                  lambda a, b: (self.combine(kind, e, a[0], b[0], nan),), [e])
         self._define_reduced(op.results, lay.without_dim(axis), [[p[0] for p in out]])
+
+    def _arg_twins(self) -> tuple[dict, set]:
+        """Pairs of reductions of one operand along one axis in one block, a max (min) that does not propagate
+        NaN and an argmax (argmin): `tl.max(x, 1, return_indices=True)`, or both written out. Each is mapped
+        to its twin; the later of a pair is also in the set returned. One reduction of (value, index) pairs
+        gives both: the value at the first index of the maximum is the maximum, NaN only where all are."""
+        known = getattr(self, "_twins", None)
+        if known is not None:
+            return known
+        twins: dict = {}
+        done: set = set()
+        blocks, stack = [], [self.src.body.block]
+        while stack:
+            blk = stack.pop()
+            blocks.append(blk)
+            stack.extend(r.block for o in blk.ops for r in o.regions)
+        for blk in blocks:
+            seen: dict = {}
+            for o in blk.ops:
+                if o.name != "reduce" or o.attrs.get("propagate_nan"):
+                    continue
+                kind = o.attrs["kind"]
+                base = kind[3:] if kind in ("argmax", "argmin") else kind
+                if base not in ("max", "min"):
+                    continue
+                key = (o.operands[0], o.attrs["axis"], base, kind != base)
+                other = seen.get((key[0], key[1], base, kind == base))
+                if other is not None and other not in twins:
+                    twins[other], twins[o] = o, other
+                    done.add(o)
+                    continue
+                seen.setdefault(key, o)
+        self._twins = (twins, done)
+        return self._twins
+
+    def _arg_reduce(self, arg_op: Operation, value_op: Operation | None, lay: Layout, e) -> None:
+        """argmax/argmin as one reduction of (value, index) pairs; `value_op`, the twin max/min, if any, takes
+        the values. Within a thread the registers are combined in index order, so a tie keeps the earlier
+        one and only a strictly better number replaces it (NaN never does, and is replaced by any number);
+        across lanes and warps the full combine orders by value, then index, with NaN last."""
+        kind, axis = arg_op.attrs["kind"], arg_op.attrs["axis"]
+        vals = self.get(arg_op.operands[0], lay)
+        tc = self.thread_coord(lay)[axis]
+        idx = [self.b.add(tc, ir.Constant(ops.I32, lay.reg_coord(r)[axis])) for r in range(lay.num_regs)]
+        parts = list(zip(vals, idx, strict=False))
+        fn = lambda a, b: self._arg_combine(kind, e, a, b)  # noqa: E731
+        seq = lambda a, b: self._arg_combine_later(kind, e, a, b)  # noqa: E731
+        out = self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq)
+        res_lay = lay.without_dim(axis)
+        self._define_reduced(arg_op.results[:1], res_lay, [[p[1] for p in out]])
+        if value_op is not None:
+            self._define_reduced(value_op.results[:1], res_lay, [[p[0] for p in out]])
 
     def op_reduce_with(self, op: Operation) -> None:
         axis = op.attrs["axis"]
@@ -138,11 +203,14 @@ class ReduceLowering:
             else:
                 self.define(r, None, out[0])
 
-    def _reduce_parts(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False):
+    def _reduce_parts(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False,
+                      seq=None):
         """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order.
         `ordered`: each lane pair combines (lower lane's, upper lane's), so every lane computes the same
-        result even for a combine that is not commutative bit for bit (Welford's, in floating point)."""
-        parts = self._reduce_regs(lay, axis, parts, fn)
+        result even for a combine that is not commutative bit for bit (Welford's, in floating point).
+        `seq`, if given, combines a thread's registers instead of `fn`: its second operand always comes
+        later along the axis than everything folded into the first."""
+        parts = self._reduce_regs(lay, axis, parts, seq or fn)
         for i, basis in enumerate(lay.lane):
             if not basis[axis]:
                 continue
