@@ -4,6 +4,7 @@ from that text to the same LLVM IR, and a malformed record is a located CompileE
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tilec.compiler.backends.cuda.target import gpu_tir
 from tilec.compiler.errors import CompileError
 from tilec.compiler.frontend import build_ir, read_kernel
 from tilec.compiler.ir import parse_module, print_module
+from tilec.compiler.pipeline import compile_kernel
 from tilec.compiler.tir import tir_stage
 
 BENCH = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
@@ -74,3 +76,39 @@ def test_bad_records_are_located_errors() -> None:
     assert exc.value.line == line
     with pytest.raises(CompileError, match="run the gpu-layout pass first"):
         read_layouts(parse_module(text.replace("{gpu.num_warps = 4} ", "")).kernels[0])
+
+
+NESTED = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def nested(x_ptr, out_ptr, N, M, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    rows = tl.arange(0, 2)
+    scattered = (cols * 3) % BLOCK  # no contiguity: the load is coalesced one element a thread
+    total = tl.zeros((2, BLOCK), tl.float32)
+    for i in range(N):
+        buf = tl.zeros((2, BLOCK), tl.float32)
+        for j in range(M):
+            buf += tl.load(x_ptr + rows[:, None] * BLOCK + scattered[None, :] + j)
+        total += buf * 2.0
+    tl.store(out_ptr + rows[:, None] * BLOCK + cols[None, :], total)
+"""
+
+
+def test_nested_accumulators_take_the_layout_their_loads_come_in() -> None:
+    """Both loops' accumulators start as zeros and take the layout of what their bodies yield: the load's.
+    The inner loop is assigned again after the outer one adopted, and its accumulator once kept a strong
+    mark from the first round in its zeros' layout, so every inner iteration crossed shared memory."""
+    module = _gpu_module(NESTED, "nested", {"x_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32", "M": "i32"},
+                         {"BLOCK": 256})  # fmt: skip
+    text = print_module(module)
+    access = re.search(r'load [^\n]*gpu\.access = "([^"]+)"', text).group(1)
+    loops = re.findall(r'= for [^\n]*gpu\.layouts = \["([^"]+)"\]', text)
+    assert loops == [access, access], (access, loops)
+    art = compile_kernel(NESTED, "nested", signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32", "M": "i32"},
+                         constexprs={"BLOCK": 256}, options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
+    inner = art.ptx[art.ptx.index("ld.global"):]
+    assert "bar.sync" not in inner[: inner.index("bra")], "a conversion in the inner loop"

@@ -90,3 +90,46 @@ def mm(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.conste
     assert "wgmma.mma_async" in art.ptx
     assert re.search(r"ld\.shared\.v4\.b32", art.ptx), reads
     assert not re.search(r"ld\.shared\.b16", art.ptx)
+
+
+def _layouts():
+    from tilec.compiler.backends.cuda.layouts import MmaSpec, mma_layout, scan_layout
+
+    for shape in [(2, 256), (16, 64), (64, 64), (128, 128), (8, 4, 32), (1024,), (32, 8)]:
+        for nw in (1, 4, 8):
+            for vec in (1, 2, 4, 8):
+                yield blocked(shape, nw, vec)
+                if len(shape) == 2:
+                    yield blocked(shape, nw, vec, order=(0, 1))
+            yield scan_layout(shape, 0, nw)
+    yield mma_layout((64, 64), MmaSpec("f16", 16, 2, 2, 2, 4), 4)
+    yield wgmma_layout((128, 256), WgmmaSpec("f16", 2, 1, 1, 256), 8)
+
+
+def test_every_vector_access_is_aligned_and_reads_what_the_scalars_would() -> None:
+    """For every thread of every layout above, each run's first element sits at a multiple of the run (its
+    byte offset a multiple of the access width), and the run's elements are the next ones in memory. A
+    thread's offset is the sum of its lane and warp bits' (each basis one power of two), so thread 0 and
+    the threads of one bit each stand for all of them."""
+
+
+    for lay in _layouts():
+        threads = [0] + [1 << i for i in range(5 + len(lay.warp))]
+        for nbytes in (1, 2, 4, 8):
+            for pad_bytes in (4, 8, 16):
+                pad = max(1, pad_bytes // nbytes)
+                strides, _ = padded_strides(lay.shape, pad)
+                pitch = lay.shape[-1] + pad if len(lay.shape) > 1 else None
+                run = vector_run(lay, nbytes, 16, pitch)
+                assert run & (run - 1) == 0 and run * nbytes <= 16
+                for t in threads:
+                    coord = [0] * len(lay.shape)
+                    for i, basis in enumerate([*lay.lane, *lay.warp]):
+                        if t >> i & 1:
+                            coord = [c | b for c, b in zip(coord, basis, strict=True)]
+                    base = sum(c * s for c, s in zip(coord, strides, strict=True))
+                    for first, group in vector_groups(lay, range(lay.num_regs), run):
+                        offs = [base + sum(c * s for c, s in zip(lay.reg_coord(r), strides, strict=True)) for r in group]
+                        assert offs[0] % run == 0, (lay, nbytes, pad, t, first)
+                        assert offs == list(range(offs[0], offs[0] + run)), (lay, nbytes, pad, t, first)
+

@@ -161,6 +161,8 @@ class MemoryLowering:
                 v = self._load(ptrs[r0], vt, w * eb, op)
             elif (w * eb) % 4 == 0 and not op.attrs.get("volatile"):
                 v = self._pred_load(ptrs[r0], mask[r0], alt, vt, w * eb)
+            elif w * eb < 4 and not op.attrs.get("volatile"):
+                v = self._pred_load_narrow(ptrs[r0], mask[r0], alt, vt, w * eb)
             else:
                 v = self._masked(mask[r0], lambda p=ptrs[r0], vt=vt: self._load(p, vt, w * eb, op), alt)
             out.extend(ops.from_mem(self.b, e, x) for x in self._unpack(v, w))
@@ -191,6 +193,20 @@ class MemoryLowering:
             for i in range(n):
                 words = b.insert_element(words, b.extract_value(out, i), ir.Constant(ops.I32, i))
         return b.bitcast(words, vt) if vt != wt else words
+
+    def _pred_load_narrow(self, p, pred, alt, vt, nbytes: int):
+        """A predicated load of 1 or 2 bytes into a 16-bit register (as Triton emits for fp16 and int8 tiles
+        loaded one element a thread): the register holds `alt` and the load overwrites it where `pred`
+        holds; no branch around each element."""
+        b = self.b
+        it = ir.IntType(8 * nbytes)
+        alt_i = b.bitcast(alt, it) if alt.type != it else alt
+        alt16 = b.zext(alt_i, ops.I16) if nbytes == 1 else alt_i
+        text = f"@$2 ld.global.b{8 * nbytes} $0, [ $1 + 0 ];"
+        asm = ir.InlineAsm(ir.FunctionType(ops.I16, [ops.GPTR, ops.I1, ops.I16]), text, "=h,l,b,0", side_effect=True)
+        out = b.call(asm, [p, pred, alt16])
+        out = b.trunc(out, it) if nbytes == 1 else out
+        return b.bitcast(out, vt) if vt != it else out
 
     def _pred_store(self, p, pred, v, nbytes: int) -> None:
         n, wt, suffix = self._words(nbytes)

@@ -223,9 +223,15 @@ class GpuLayoutPass:
         return changed
 
     def _set(self, plan: _Assignment, v: Value, lay: Layout, strong: bool) -> None:
+        """`v` takes `lay`, strong or not: a loop's body is assigned again after one of its carried tiles
+        took the layout its body yields, and a value strong in the earlier round must not stay strong in a
+        layout it no longer has (a nested loop's accumulator then kept its default layout and converted
+        every iteration's product through shared memory)."""
         plan.natural[v] = lay
         if strong:
             plan.strong.add(v)
+        else:
+            plan.strong.discard(v)
 
     def _op(self, op: Operation, plan: _Assignment) -> None:  # noqa: C901 - one case per op family
         name = op.name
