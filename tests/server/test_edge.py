@@ -25,6 +25,10 @@ from .conftest import ADD_IR, Uvicorn, free_port
 from .edge_attacks import revocation_delay, stall_bodies
 from .test_first_run import Serve
 
+# What uvicorn and the HTTP layer do (hosts, stalled bodies, timeouts, connection caps, the access log) does
+# not depend on the database: those tests run on SQLite only (the suite's time on 2 cores)
+ONE_DB = pytest.mark.parametrize("migrated_database", ["sqlite"], indirect=True)
+
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 TUNE_BODY = {"source": "x", "signature": {}, "launch": {"grid": ["1"], "args": {}}, "target": "cpu"}
 
@@ -103,6 +107,7 @@ async def test_rebinding_host_is_refused(make_client: Callable[..., httpx.AsyncC
         assert r.status_code == 421
 
 
+@ONE_DB
 def test_rebinding_against_uvicorn(uvicorn_server: Callable[..., Uvicorn]) -> None:
     server = uvicorn_server()
     r = httpx.post(
@@ -116,6 +121,7 @@ def test_rebinding_against_uvicorn(uvicorn_server: Callable[..., Uvicorn]) -> No
 
 
 @linux_only
+@ONE_DB
 def test_stalled_bodies_leave_memory_flat(
     tilec_serve: Callable[..., Serve], database_url: str, tmp_path: Path
 ) -> None:
@@ -132,6 +138,7 @@ def test_stalled_bodies_leave_memory_flat(
     assert got.bytes_sent > 100_000_000, got  # the server took (and dropped) the bodies it did not want
 
 
+@ONE_DB
 def test_body_and_header_timeouts(
     tilec_serve: Callable[..., Serve], database_url: str, tmp_path: Path
 ) -> None:
@@ -231,6 +238,7 @@ def _read_all(s: socket.socket) -> bytes:
     return data
 
 
+@ONE_DB
 def test_connections_are_capped(tilec_serve: Callable[..., Serve], database_url: str, tmp_path: Path) -> None:
     server = _serve(
         tilec_serve, database_url, tmp_path, TILEC_MAX_CONNECTIONS="4", TILEC_HEADER_TIMEOUT_S="30"
@@ -257,6 +265,7 @@ def test_redact_target() -> None:
     assert redact_target("/x?%20p%40ss=1") == "/x?***"
 
 
+@ONE_DB
 def test_access_log_never_prints_a_query(
     tilec_serve: Callable[..., Serve], database_url: str, tmp_path: Path
 ) -> None:

@@ -35,8 +35,8 @@ from .conftest import ADD_IR, Uvicorn
 # SQLite here; PostgreSQL in test_schemathesis_pg.py, a file of its own so that the two runs (about 100 s
 # each) go to the two test processes of `make test` (pytest-xdist hands out whole files)
 pytestmark = pytest.mark.parametrize("migrated_database", ["sqlite"], indirect=True)
-EXAMPLES = 15  # per operation and generation mode; three times that for a POST (it writes); 15 since the
-# zero-JIT routes (misses, pins, retune, history) and the job page made the API larger: the suite stays near 15 min
+EXAMPLES = 10  # per operation and generation mode; three times that for a POST (it writes); 10 since the
+# zero-JIT routes (misses, pins, retune, history) and the job page made the API larger: the suite stays under 15 min
 EDGE_INTS = [
     2**31 - 1,
     2**31,
