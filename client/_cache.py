@@ -135,3 +135,52 @@ class LocalCache:
 
     def drop_index(self, key: str) -> None:
         self.index_path(key).unlink(missing_ok=True)
+
+
+class LocalBuilds:
+    """Builds made in this process without a server, kept in the local cache for the next process (as
+    Triton keeps ~/.triton/cache): the artifact's JSON stored by its sha256 (the binary inside checked
+    against its own sha256 on every read), under a key of the build, the compile options and the compiler
+    version, so a compiler change or another option never reads an old build. They are this user's own
+    builds, unsigned; TILEC_ALWAYS_COMPILE=1 compiles every time (nothing read, nothing written)."""
+
+    def __init__(self, cache: LocalCache | str | os.PathLike | None = None) -> None:
+        self.cache = cache if isinstance(cache, LocalCache) else LocalCache(cache)
+
+    @staticmethod
+    def enabled() -> bool:
+        return os.environ.get("TILEC_ALWAYS_COMPILE", "").strip().lower() not in ("1", "true", "yes", "on")
+
+    @staticmethod
+    def key(build: Any, options: Any) -> str:
+        from tilec.compiler.artifact import compiler_version
+
+        body = {"local": build.index_key(), "options": options.stable_hash(), "compiler": compiler_version()}
+        return json.dumps(body, sort_keys=True)
+
+    def get(self, build: Any, options: Any) -> Any:
+        """The artifact this cache holds for the build, or None (absent, corrupt: dropped, or not the build)."""
+        from tilec.compiler.artifact import Artifact
+
+        key = self.key(build, options)
+        entry = self.cache.get_index(key)
+        if entry is None:
+            return None
+        sha = entry.get("sha256")
+        data = self.cache.get_blob(sha) if isinstance(sha, str) and _is_sha(sha) else None
+        try:
+            art = Artifact.from_json(data.decode()) if data is not None else None
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+            art = None
+        if art is None or art.target.split(":")[0] != build.target.split(":")[0]:
+            self.cache.corrupt += data is not None
+            self.cache.drop_index(key)
+            return None
+        return art
+
+    def put(self, build: Any, options: Any, art: Any) -> None:
+        try:
+            sha = self.cache.put_blob(art.to_json().encode())
+            self.cache.put_index(self.key(build, options), {"sha256": sha})
+        except OSError:  # a read-only or full cache directory: the build is still this process's
+            pass

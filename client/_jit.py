@@ -89,6 +89,7 @@ class JITKernel:
         self.trials: dict[tuple, list[tuple[dict, float]]] = {}
         self.shared = SharedResults(server) if server is not None else None
         self.builds = ServerBuilds(self.shared, trusted_keys, cache) if self.shared is not None else None
+        self._cache_given = cache  # the local cache (a LocalCache, its directory, or None: TILEC_CACHE_DIR)
         # tuning key -> (its parts as the service has them, the server's lookup answer)
         self._tuned: dict[tuple, tuple[dict, Any]] = {}
         self._where: dict[tuple, dict[str, str]] = {}  # tuning key -> its parts as the service has them
@@ -179,12 +180,18 @@ class JITKernel:
         if art is None:
             build = self._build(specs, constexprs, options, config) if remote and not options.debug else None
             art, source = self._obtain(build, tuned)
+            local = self._local_builds() if build is not None and self.builds is None else None
+            if art is None and local is not None:
+                art = local.get(build, options)
+                source = "disk" if art is not None else source
             if art is None:
                 signature = {n: s.type for n, s in specs.items()}
                 hints = {n: dict(s.hints) for n, s in specs.items() if s.hints}
                 if not self._tuning:
                     _strict.miss(self, "compile", options.target, _miss_spec(build, signature, constexprs, hints, where))
                 art = self.compile(signature, constexprs, hints, options, "object" if options.target == "cpu" else "cubin")
+                if local is not None:
+                    local.put(build, options, art)
             self.obtained[source] += 1
             self.compile_count += 1
             self.cache[key] = art
@@ -194,6 +201,19 @@ class JITKernel:
             if build is not None:
                 rec.add(self, build, tuning=where, launch=self._launches.get(_where_id(where)) if where else None)
         return art
+
+    def _local_builds(self) -> Any:
+        """Without a server: the local cache of builds made here (client/_cache.py LocalBuilds), or None
+        under TILEC_ALWAYS_COMPILE=1."""
+        from ._cache import LocalBuilds
+
+        if not LocalBuilds.enabled():
+            return None
+        given = self.__dict__.get("_cache_given")
+        local = self.__dict__.get("_local")
+        if local is None or local.cache.root != _cache_root(given):
+            local = self._local = LocalBuilds(given)
+        return local
 
     def _obtain(self, build: Any, tuned: tuple[dict, Any] | None) -> tuple[Artifact | None, str]:
         """A build from a pulled index, else (with a server) the disk cache or the server: (artifact, where
@@ -649,3 +669,12 @@ def constexpr_value(v: Any) -> Any:
     if isinstance(v, tuple) and any(type(x).__name__ == "dtype" for x in v):
         return tuple(constexpr_value(x) for x in v)
     return v
+
+
+def _cache_root(given: Any) -> Path:
+    """The directory of the local cache `given` names (read each time: TILEC_CACHE_DIR may change)."""
+    from ._cache import LocalCache, default_root
+
+    if isinstance(given, LocalCache):
+        return given.root
+    return Path(given) if given is not None else default_root()

@@ -1,0 +1,203 @@
+"""Kernels built by tilec and by Triton side by side, without a GPU: both compile the same source for sm_90 here
+(Triton's own compiler, from the test extra, stops at PTX), ptxas (CUDA's, or the one Triton ships) assembles
+both, and the table gives registers, spill bytes and counts of the instructions that tell builds apart
+(shared-memory traffic, barriers, shuffles, branches, predicated loads). What a change to the cuda lowering did
+to code it did not write, before a GPU times it (bench/speed.py, bench/flaggems_ops.py).
+
+    .venv/bin/python bench/static_compare.py [--case argmax,bmm,bicubic,conv2d,cumsum] [--keep DIR]
+
+The FlagGems cases read their kernels from a FlagGems checkout (--flaggems, default .wt/flaggems: its src/ as
+bench/NOTES-dropin.md makes it) and are skipped without one. The kernels are taken out of their modules with
+`ast` and compiled as they are written; the shapes and configs are the ones bench/speed.py and
+bench/flaggems_ops.py time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns without it; 1 is its default
+
+COUNTS = {
+    "ld.shared": r"\bld\.shared",
+    "st.shared": r"\bst\.shared",
+    "bar.sync": r"\bbar\.sync",
+    "shfl": r"\bshfl\.sync",
+    "setp": r"\bsetp\.",
+    "selp": r"\bselp\.",
+    "bra": r"\bbra(\.uni)?\s",
+    "@p ld.global": r"@%p\d+ ld\.global",
+    "ld.global": r"\bld\.global",
+    "div/rem": r"\b(div|rem)\.[su]32",
+}
+
+ARGMAX = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_argmax(inp, out_idx, out_val, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    best = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    best_i = tl.zeros([BLOCK_M], tl.int64)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)[None, :]
+        m = (rows < M) & (cols < N)
+        x = tl.load(inp + rows * N + cols, mask=m, other=float("-inf")).to(tl.float32)
+        v, i = tl.max(x, 1, return_indices=True, return_indices_tie_break_left=True)
+        up = v > best
+        best = tl.where(up, v, best)
+        best_i = tl.where(up, start + i, best_i)
+    r = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(out_idx + r, best_i, mask=r < M)
+    tl.store(out_val + r, best, mask=r < M)
+'''
+
+CUMSUM = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_cumsum(in_ptr, out_ptr, N, TILE_SIZE: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    offsets = tl.arange(0, TILE_SIZE)
+    mask = offsets < N
+    x = tl.load(in_ptr + pid * N + offsets, mask=mask, other=0).to(tl.float32)
+    tl.store(out_ptr + pid * N + offsets, tl.cumsum(x, 0), mask=mask)
+'''
+
+
+def _function_source(path: Path, name: str) -> str:
+    """`name`'s def out of `path`, decorators dropped, as a module with only Triton's imports (its helpers are
+    Triton's own: tle.program_id is tl.program_id)."""
+    text = path.read_text()
+    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    body = ast.get_source_segment(text, fn).replace("tle.program_id", "tl.program_id")
+    return "import triton\nimport triton.language as tl\n\n\n@triton.jit\n" + body + "\n"
+
+
+def _cases(flaggems: Path) -> dict:
+    """name -> (source, kernel, signature, constexprs, divisible-by-16 parameters, num_warps, num_stages)."""
+    ops = flaggems / "src/flag_gems/ops"
+    speed = (ROOT / "bench/speed_kernels.py").read_text()
+    bmm_sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"}
+    bmm_sig |= {n: "i32" for n in ("M", "N", "K", "stride_ab", "stride_am", "stride_bb", "stride_bk", "stride_cb",
+                                    "stride_cm")}  # fmt: skip
+    bmm_consts = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                  "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}  # fmt: skip
+    cases = {
+        "argmax": (ARGMAX, "row_argmax", {"inp": "*fp32", "out_idx": "*i64", "out_val": "*fp32", "M": "i32",
+                                          "N": "i32"}, {"BLOCK_M": 8, "BLOCK_N": 4096}, ["inp", "out_idx", "out_val"],
+                   4, 3),  # fmt: skip
+        "bmm": (speed, "bmm_kernel", bmm_sig, bmm_consts, list(bmm_sig), 4, 4),
+        "cumsum": (CUMSUM, "row_cumsum", {"in_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32"}, {"TILE_SIZE": 4096},
+                   ["in_ptr", "out_ptr", "N"], 8, 3),  # fmt: skip
+    }
+    if (ops / "upsample_bicubic2d_aa.py").is_file():
+        bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")}
+        bic_sig |= {"reciprocal_scale_h": "fp32", "reciprocal_scale_w": "fp32"}
+        cases["bicubic"] = (_function_source(ops / "upsample_bicubic2d_aa.py", "general_interpolate_bicubic2d_aa_kernel"),
+                            "general_interpolate_bicubic2d_aa_kernel", bic_sig, {"BLOCK_X": 256, "BLOCK_Y": 2},
+                            ["ptr_o", "ptr_i"], 4, 3)  # fmt: skip
+    if (ops / "conv2d.py").is_file():
+        src = _function_source(ops / "conv2d.py", "conv2d_forward_kernel")
+        params = [a.arg for a in ast.parse(src).body[-1].args.args]
+        consts = {"weight_c": 32, "weight_height": 3, "weight_width": 3, "stride_height": 1, "stride_width": 1,
+                  "padding_height": 1, "padding_width": 1, "dilation_height": 1, "dilation_width": 1, "groups": 1,
+                  "BLOCK_NI_HO_WO": 128, "BLOCK_CO": 128, "BLOCK_CI": 32}  # fmt: skip
+        ptrs = ["input_pointer", "weight_pointer", "output_pointer", "bias_pointer"]
+        sig = {p: ("*fp16" if p in ptrs else "i32") for p in params if p not in consts}
+        cases["conv2d"] = (src, "conv2d_forward_kernel", sig, consts, ptrs, 4, 2)
+    return cases
+
+
+def _tilec_ptx(case: tuple) -> str:
+    from tilec.compiler.artifact import CompileOptions
+    from tilec.compiler.pipeline import compile_kernel
+
+    src, name, sig, consts, div16, warps, stages = case
+    art = compile_kernel(src, name, signature=sig, constexprs=consts, hints={p: {"divisibility": 16} for p in div16},
+                         options=CompileOptions(target="cuda:sm_90", num_warps=warps, num_stages=stages), emit="ptx")  # fmt: skip
+    return art.ptx
+
+
+def _triton_ptx(case: tuple, work: Path) -> str:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    src, name, sig, consts, div16, warps, stages = case
+    path = work / f"tri_{name}.py"  # Triton reads a kernel's source from its file
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    jf = getattr(mod, name)
+    names = jf.arg_names
+    tsig = {p: sig.get(p, "constexpr") for p in names}
+    attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in div16 if p in names}
+    compiled = triton.compile(ASTSource(jf, tsig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": warps, "num_stages": stages})  # fmt: skip
+    return compiled.asm["ptx"]
+
+
+def _ptxas() -> str:
+    for cand in (shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if cand and Path(cand).is_file():
+            return cand
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends/nvidia/bin/ptxas")
+
+
+def _assemble(ptx: str, path: Path) -> str:
+    """ptxas -v on the PTX (its .version lowered to what this ptxas reads: Triton writes its own CUDA's):
+    'R regs, S B spill' or what went wrong."""
+    target = re.search(r"^\.target (\S+)", ptx, re.M).group(1)
+    path.write_text(re.sub(r"^\.version \S+", ".version 8.0", ptx, flags=re.M))
+    done = subprocess.run([_ptxas(), f"-arch={target}", "-v", str(path), "-o", str(path.with_suffix(".cubin"))],
+                          capture_output=True, text=True)  # fmt: skip
+    regs = re.search(r"Used (\d+) registers", done.stderr)
+    spill = re.search(r"(\d+) bytes spill stores", done.stderr)
+    if regs is None:
+        return "ptxas: " + (done.stderr.strip().splitlines() or ["failed"])[-1][:60]
+    return f"{regs.group(1)} regs, {spill.group(1) if spill else 0} B spill"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", default="", help="comma-separated case names (default: every one available)")
+    ap.add_argument("--flaggems", default=str(ROOT / ".wt/flaggems"))
+    ap.add_argument("--keep", default=None, help="write the PTX of both sides into this folder")
+    ns = ap.parse_args()
+    cases = _cases(Path(ns.flaggems))
+    wanted = [c for c in ns.case.split(",") if c] or list(cases)
+    work = Path(ns.keep or tempfile.mkdtemp(prefix="static-compare-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"{'case':<9}{'side':<8}{'ptxas':<24}" + "".join(f"{k:>14}" for k in COUNTS))
+    for name in wanted:
+        if name not in cases:
+            print(f"{name:<9}skipped (no FlagGems checkout at {ns.flaggems})" if name in ("bicubic", "conv2d")
+                  else f"{name:<9}unknown case")  # fmt: skip
+            continue
+        for side, build in (("tilec", _tilec_ptx), ("triton", lambda c: _triton_ptx(c, work))):
+            ptx = build(cases[name])
+            asm = _assemble(ptx, work / f"{name}.{side}.ptx")
+            row = "".join(f"{len(re.findall(rx, ptx)):>14}" for rx in COUNTS.values())
+            print(f"{name:<9}{side:<8}{asm:<24}{row}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
