@@ -31,6 +31,7 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns witho
 
 COUNTS = {
     "ld.shared": r"\bld\.shared",
+    "ldmatrix": r"\bldmatrix\.",
     "st.shared": r"\bst\.shared",
     "bar.sync": r"\bbar\.sync",
     "shfl": r"\bshfl\.sync",
@@ -42,7 +43,7 @@ COUNTS = {
     "div/rem": r"\b(div|rem)\.[su]32",
 }
 
-ARGMAX = '''import triton
+ARGMAX = """import triton
 import triton.language as tl
 
 
@@ -63,9 +64,9 @@ def row_argmax(inp, out_idx, out_val, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
     r = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     tl.store(out_idx + r, best_i, mask=r < M)
     tl.store(out_val + r, best, mask=r < M)
-'''
+"""
 
-CUMSUM = '''import triton
+CUMSUM = """import triton
 import triton.language as tl
 
 
@@ -76,7 +77,7 @@ def row_cumsum(in_ptr, out_ptr, N, TILE_SIZE: tl.constexpr):
     mask = offsets < N
     x = tl.load(in_ptr + pid * N + offsets, mask=mask, other=0).to(tl.float32)
     tl.store(out_ptr + pid * N + offsets, tl.cumsum(x, 0), mask=mask)
-'''
+"""
 
 
 def _function_source(path: Path, name: str) -> str:
@@ -89,24 +90,48 @@ def _function_source(path: Path, name: str) -> str:
 
 
 def _cases(flaggems: Path) -> dict:
-    """name -> (source, kernel, signature, constexprs, divisible-by-16 parameters, num_warps, num_stages)."""
+    """name -> (source, kernel, signature, constexprs, divisible-by-16 parameters, num_warps, num_stages[,
+    parameters equal to 1])."""
     ops = flaggems / "src/flag_gems/ops"
-    speed = (ROOT / "bench/speed_kernels.py").read_text()
     bmm_sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"}
-    bmm_sig |= {n: "i32" for n in ("M", "N", "K", "stride_ab", "stride_am", "stride_bb", "stride_bk", "stride_cb",
-                                    "stride_cm")}  # fmt: skip
-    bmm_consts = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
-                  "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}  # fmt: skip
+    bmm_sig |= {n: "i32" for n in ("M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk",
+                                    "stride_bn", "stride_cb", "stride_cm", "stride_cn")}  # fmt: skip
+    bmm_consts = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
+    ones = ["stride_ak", "stride_bn", "stride_cn"]  # unit strides: specialised to 1 on both sides
     cases = {
-        "argmax": (ARGMAX, "row_argmax", {"inp": "*fp32", "out_idx": "*i64", "out_val": "*fp32", "M": "i32",
-                                          "N": "i32"}, {"BLOCK_M": 8, "BLOCK_N": 4096}, ["inp", "out_idx", "out_val"],
-                   4, 3),  # fmt: skip
-        "bmm": (speed, "bmm_kernel", bmm_sig, bmm_consts, list(bmm_sig), 4, 4),
-        "cumsum": (CUMSUM, "row_cumsum", {"in_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32"}, {"TILE_SIZE": 4096},
-                   ["in_ptr", "out_ptr", "N"], 8, 3),  # fmt: skip
+        "argmax": (
+            ARGMAX,
+            "row_argmax",
+            {"inp": "*fp32", "out_idx": "*i64", "out_val": "*fp32", "M": "i32", "N": "i32"},
+            {"BLOCK_M": 8, "BLOCK_N": 4096},
+            ["inp", "out_idx", "out_val"],
+            4,
+            3,
+        ),  # fmt: skip
+        "bmm": (
+            _function_source(ROOT / "bench/speed_kernels.py", "bmm_kernel"),
+            "bmm_kernel",
+            bmm_sig,
+            bmm_consts,
+            [p for p in bmm_sig if p not in ones],
+            4,
+            4,
+            ones,
+        ),
+        "cumsum": (
+            CUMSUM,
+            "row_cumsum",
+            {"in_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32"},
+            {"TILE_SIZE": 4096},
+            ["in_ptr", "out_ptr", "N"],
+            8,
+            3,
+        ),  # fmt: skip
     }
     if (ops / "upsample_bicubic2d_aa.py").is_file():
-        bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")}
+        bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {
+            n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")
+        }
         bic_sig |= {"reciprocal_scale_h": "fp32", "reciprocal_scale_w": "fp32"}
         cases["bicubic"] = (_function_source(ops / "upsample_bicubic2d_aa.py", "general_interpolate_bicubic2d_aa_kernel"),
                             "general_interpolate_bicubic2d_aa_kernel", bic_sig, {"BLOCK_X": 256, "BLOCK_Y": 2},
@@ -127,8 +152,11 @@ def _tilec_ptx(case: tuple) -> str:
     from tilec.compiler.artifact import CompileOptions
     from tilec.compiler.pipeline import compile_kernel
 
-    src, name, sig, consts, div16, warps, stages = case
-    art = compile_kernel(src, name, signature=sig, constexprs=consts, hints={p: {"divisibility": 16} for p in div16},
+    src, name, sig, consts, div16, warps, stages, *ones = case
+    hints = {p: {"divisibility": 16} for p in div16} | {
+        p: {"equal_to_1": True} for p in (ones[0] if ones else [])
+    }
+    art = compile_kernel(src, name, signature=sig, constexprs=consts, hints=hints,
                          options=CompileOptions(target="cuda:sm_90", num_warps=warps, num_stages=stages), emit="ptx")  # fmt: skip
     return art.ptx
 
@@ -138,7 +166,8 @@ def _triton_ptx(case: tuple, work: Path) -> str:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    src, name, sig, consts, div16, warps, stages = case
+    src, name, sig, consts, div16, warps, stages, *ones = case
+    consts = consts | {p: 1 for p in (ones[0] if ones else [])}  # Triton makes an argument of 1 a constexpr
     path = work / f"tri_{name}.py"  # Triton reads a kernel's source from its file
     path.write_text(src)
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -146,7 +175,7 @@ def _triton_ptx(case: tuple, work: Path) -> str:
     spec.loader.exec_module(mod)
     jf = getattr(mod, name)
     names = jf.arg_names
-    tsig = {p: sig.get(p, "constexpr") for p in names}
+    tsig = {p: ("constexpr" if p in consts else sig[p]) for p in names}
     attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in div16 if p in names}
     compiled = triton.compile(ASTSource(jf, tsig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": warps, "num_stages": stages})  # fmt: skip
@@ -163,16 +192,21 @@ def _ptxas() -> str:
 
 
 def _assemble(ptx: str, path: Path) -> str:
-    """ptxas -v on the PTX (its .version lowered to what this ptxas reads: Triton writes its own CUDA's):
-    'R regs, S B spill' or what went wrong."""
+    """ptxas -v on the PTX: 'R regs, S B spill' or what went wrong. A .version this ptxas does not read
+    (Triton writes its own CUDA's) is lowered to 9.0, then 8.0."""
     target = re.search(r"^\.target (\S+)", ptx, re.M).group(1)
-    path.write_text(re.sub(r"^\.version \S+", ".version 8.0", ptx, flags=re.M))
-    done = subprocess.run([_ptxas(), f"-arch={target}", "-v", str(path), "-o", str(path.with_suffix(".cubin"))],
-                          capture_output=True, text=True)  # fmt: skip
+    done = None
+    for version in (None, "9.0", "8.0"):
+        text = ptx if version is None else re.sub(r"^\.version \S+", f".version {version}", ptx, flags=re.M)
+        path.write_text(text)
+        done = subprocess.run([_ptxas(), f"-arch={target}", "-v", str(path), "-o", str(path.with_suffix(".cubin"))],
+                              capture_output=True, text=True)  # fmt: skip
+        if done.returncode == 0:
+            break
     regs = re.search(r"Used (\d+) registers", done.stderr)
     spill = re.search(r"(\d+) bytes spill stores", done.stderr)
     if regs is None:
-        return "ptxas: " + (done.stderr.strip().splitlines() or ["failed"])[-1][:60]
+        return "ptxas failed"
     return f"{regs.group(1)} regs, {spill.group(1) if spill else 0} B spill"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-KERNELS = '''
+KERNELS = """
 import tilec
 import tilec.language as tl
 
@@ -24,9 +24,9 @@ def axpy(x_ptr, out_ptr, n, a, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * a + 1.0, mask=m)
-'''
+"""
 
-RUN = '''
+RUN = """
 import json, sys
 import numpy as np
 import tilec
@@ -38,7 +38,7 @@ out = np.zeros_like(x)
 lbk.axpy[(4,)](x, out, 1000, 2.0, BLOCK=256, num_warps=warps)
 print(json.dumps({"ok": bool(np.array_equal(out, x * 2 + 1)), "stats": tilec.compile_stats(),
                   "obtained": lbk.axpy.obtained}))
-'''
+"""
 
 
 def _run(tmp_path: Path, cache: Path, warps: int = 4, **env: str) -> dict:
@@ -82,7 +82,9 @@ def test_a_damaged_build_is_compiled_again_and_replaced(tmp_path: Path, damage: 
     (blob,) = [p for p in (cache / "blobs").rglob("*") if p.is_file()]
     data = blob.read_bytes()
     mid = len(data) // 2
-    blob.write_bytes(data[:mid] if damage == "truncate" else data[:mid] + bytes([data[mid] ^ 1]) + data[mid + 1 :])
+    blob.write_bytes(
+        data[:mid] if damage == "truncate" else data[:mid] + bytes([data[mid] ^ 1]) + data[mid + 1 :]
+    )
     again = _run(tmp_path, cache)
     assert again["stats"]["compiles"] == 1
     assert _run(tmp_path, cache)["stats"]["compiles"] == 0

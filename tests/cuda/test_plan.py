@@ -112,3 +112,72 @@ def test_nested_accumulators_take_the_layout_their_loads_come_in() -> None:
                          constexprs={"BLOCK": 256}, options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
     inner = art.ptx[art.ptx.index("ld.global"):]
     assert "bar.sync" not in inner[: inner.index("bra")], "a conversion in the inner loop"
+
+
+RUNNING_SUM = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def weighted(x_ptr, out_ptr, n, M, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    rows = tl.arange(0, 2)
+    start = ((cols * 3) % n).to(tl.float32)  # recomputable, no contiguity: the load is one element a thread
+    wsum = tl.zeros((BLOCK,), tl.float32)
+    acc = tl.zeros((2, BLOCK), tl.float32)
+    for j in range(M):
+        w = tl.abs(start - j) % 7.0
+        wsum += w
+        acc += tl.load(x_ptr + rows[:, None] * BLOCK + (cols * 3 % n)[None, :] + j) * w[None, :]
+    out = acc / tl.where(wsum != 0, wsum, 1.0)[None, :]
+    tl.store(out_ptr + rows[:, None] * BLOCK + cols[None, :], out)
+"""
+
+
+def test_a_running_sum_is_carried_in_the_layout_it_is_read_in_after_the_loop() -> None:
+    """`wsum` is computed from recomputable values only, so nothing in the loop fixes its layout; after the
+    loop it divides `acc`, which is in the load's layout. It is carried in the slice of that layout: no
+    conversion through shared memory after the loop, and `w` computed once for both uses."""
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "M": "i32"}
+    module = _gpu_module(RUNNING_SUM, "weighted", sig, {"BLOCK": 256})
+    text = print_module(module)
+    access = re.search(r'load [^\n]*gpu\.access = "([^"]+)"', text).group(1)
+    (carried,) = re.findall(r'= for [^\n]*gpu\.layouts = \["([^"]+)", "([^"]+)"\]', text)
+    assert carried[1] == access
+    assert "lane=(1)(2)(4)(8)(16)" in carried[0], carried  # the slice of the load's layout along the columns
+    art = compile_kernel(RUNNING_SUM, "weighted", signature=sig, constexprs={"BLOCK": 256},
+                         options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
+    # one conversion through shared memory is left: the result into the store's (vectorised) layout, its
+    # 2x256 tile 4 registers a thread; carried in its zeros' layout, `wsum` crossed it too (4 barriers)
+    assert art.ptx.count("bar.sync") == 2 and art.ptx.count("st.shared") == 4, art.ptx
+
+
+def test_predicated_loads_and_stores_are_calls_that_return() -> None:
+    """A predicated load or store is inline PTX; llvmlite prints no `willreturn`, and without it LLVM does not
+    know that what follows the call runs on every trip through the loop body, so a remainder of
+    loop-invariant values after it (it may trap: hoisted only where it runs anyway) stayed in the loop: FlagGems'
+    bicubic inner loop recomputed its spans every iteration (bench/static_compare.py --case bicubic)."""
+    src = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + (i * 3) % n, mask=i < n, other=0.0)
+    b = tl.load(y_ptr + i, mask=i < n, other=0.0)
+    tl.store(out_ptr + i, a + b, mask=i < n)
+"""
+    art = compile_kernel(src, "k", signature={"x_ptr": "*fp16", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                         constexprs={"BLOCK": 256}, options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
+    calls = re.findall(r"call [^\n]*asm sideeffect \"@\$\d+ (?:ld|st)\.global[^\n]*", art.llir)
+    assert len(calls) >= 3, art.llir[-3000:]  # the narrow load, the vector load, the store
+    for call in calls:
+        assert re.search(r"\)\s*(#\d+|nounwind willreturn)", call), call
+    attrs = dict(re.findall(r"^attributes (#\d+) = \{([^}]*)\}", art.llir, re.M))
+    for call in calls:
+        group = re.search(r"(#\d+)\s*$", call)
+        if group is not None:
+            assert "willreturn" in attrs[group.group(1)], (call, attrs)

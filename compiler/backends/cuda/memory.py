@@ -14,6 +14,7 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.types import TileType, elem_type
+from ..llvm.asmcall import returning_call
 from ..llvm.volatile import volatile_load
 from . import ops
 from .layouts import Layout
@@ -185,7 +186,7 @@ class MemoryLowering:
         cons = ",".join(["=r"] * n + ["l", "b"] + [str(i) for i in range(n)])
         ret = ops.I32 if n == 1 else ir.LiteralStructType([ops.I32] * n)
         asm = ir.InlineAsm(ir.FunctionType(ret, [ops.GPTR, ops.I1] + [ops.I32] * n), text, cons, side_effect=True)
-        out = b.call(asm, [p, pred, *alts])
+        out = returning_call(b, asm, [p, pred, *alts])
         if n == 1:
             words = out
         else:
@@ -204,7 +205,7 @@ class MemoryLowering:
         alt16 = b.zext(alt_i, ops.I16) if nbytes == 1 else alt_i
         text = f"@$2 ld.global.b{8 * nbytes} $0, [ $1 + 0 ];"
         asm = ir.InlineAsm(ir.FunctionType(ops.I16, [ops.GPTR, ops.I1, ops.I16]), text, "=h,l,b,0", side_effect=True)
-        out = b.call(asm, [p, pred, alt16])
+        out = returning_call(b, asm, [p, pred, alt16])
         out = b.trunc(out, it) if nbytes == 1 else out
         return b.bitcast(out, vt) if vt != it else out
 
@@ -217,7 +218,7 @@ class MemoryLowering:
         text = f"@$1 st.global{suffix} [ $0 + 0 ], {{ {regs} }};" if n > 1 else "@$1 st.global.b32 [ $0 + 0 ], $2;"
         cons = ",".join(["l", "b"] + ["r"] * n + ["~{memory}"])
         asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [ops.GPTR, ops.I1] + [ops.I32] * n), text, cons, side_effect=True)
-        b.call(asm, [p, pred, *vals])
+        returning_call(b, asm, [p, pred, *vals])
 
     def _load(self, p, vt, align: int, op: Operation):
         if not op.attrs.get("volatile"):

@@ -123,6 +123,8 @@ class _Assignment(LayoutPlan):
 
     axis: dict[Value, AxisInfo] = field(default_factory=dict)
     uses: dict[Value, list[Operation]] = field(default_factory=dict)
+    # (for op, carried index) -> the layout its users after the loop read it in (_preferences)
+    prefer: dict[tuple[Operation, int], Layout] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,14 +152,78 @@ class GpuLayoutPass:
             _record(fn, self.assign(fn))
 
     def assign(self, fn: Function) -> _Assignment:
-        plan = _Assignment(self.num_warps)
-        plan.axis = axis_analysis(fn)
-        plan.uses = uses_in(fn.body.block)
-        for a in fn.args:
-            if isinstance(a.type, TileType):
-                plan.natural[a] = plan.default(a.type.shape)
-        self._block(fn.body.block.ops, plan)
+        """Every value's layout, in program order; then again while a loop-carried tile that nothing in its
+        loop gives a layout (a running sum of recomputable values) is read after the loop in a layout of
+        its users' choosing: the next round carries it in that layout (at most 3 rounds)."""
+        axis, uses = axis_analysis(fn), uses_in(fn.body.block)
+        prefer: dict = {}
+        for _ in range(3):
+            plan = _Assignment(self.num_warps, axis=axis, uses=uses, prefer=dict(prefer))
+            for a in fn.args:
+                if isinstance(a.type, TileType):
+                    plan.natural[a] = plan.default(a.type.shape)
+            self._block(fn.body.block.ops, plan)
+            found = {k: v for k, v in self._preferences(fn, plan).items() if k not in prefer}
+            if not found:
+                break
+            prefer |= found
         return plan
+
+    def _preferences(self, fn: Function, plan: _Assignment) -> dict:
+        """Loop-carried tiles still weak after assignment whose loop result is read, through recomputable
+        ops, by a user with a layout of its own: that user's layout, seen from the carried tile."""
+        out = {}
+        for op in fn.walk():
+            if op.name != "for":
+                continue
+            for i, (a, r) in enumerate(zip(op.regions[0].block.args[1:], op.results, strict=False)):
+                if not isinstance(a.type, TileType) or a in plan.strong:
+                    continue
+                want = self._demand(r, plan, 0)
+                if want is not None and want != plan.natural.get(a) and want.shape == tuple(a.type.shape):
+                    out[(op, i)] = want
+        return out
+
+    def _demand(self, v: Value, plan: _Assignment, depth: int) -> Layout | None:
+        """The layout the first user of `v` with a layout of its own reads it in: a store's access, or a
+        recomputable op with another operand of fixed layout (not itself computed from `v`), followed
+        through recomputable ops as the lowering computes them (lower.py lazy_operands); None when there
+        is none within a few ops."""
+        derived, todo = {v}, [v]
+        while todo and len(derived) < 64:
+            for use in plan.uses.get(todo.pop(), []):
+                if use.results and isinstance(use.results[0].type, TileType) and is_lazy(use):
+                    if use.results[0] not in derived:
+                        derived.add(use.results[0])
+                        todo.append(use.results[0])
+        return self._demand_from(v, plan, derived, depth)
+
+    def _demand_from(self, v: Value, plan: _Assignment, derived: set, depth: int) -> Layout | None:
+        for use in plan.uses.get(v, []):
+            if use.name == "store" and use.operands[0] is not v and use in plan.access:
+                return plan.access[use]
+            if not use.results or not isinstance(use.results[0].type, TileType) or not is_lazy(use):
+                continue
+            r = use.results[0]
+            anchors = [o for o in use.operands if o not in derived and o in plan.strong
+                       and isinstance(o.type, TileType) and tuple(o.type.shape) == tuple(r.type.shape)]  # fmt: skip
+            lay = plan.natural[anchors[0]] if anchors else None
+            if lay is None and depth < 8:
+                lay = self._demand_from(r, plan, derived, depth + 1)
+            if lay is None:
+                continue
+            name = use.name
+            if name == "broadcast":
+                return lay.project(shape_of(v.type))
+            if name == "expand_dims":
+                return lay.without_dim(use.attrs["axis"])
+            if name == "trans":
+                order = use.attrs["order"]
+                return lay.permute([order.index(k) for k in range(len(order))])
+            if name in ("splat", "constant", "make_range", "reshape", "desc_box"):
+                continue
+            return lay
+        return None
 
     def _block(self, ops: list[Operation], plan: _Assignment) -> None:
         for op in ops:
@@ -248,9 +314,12 @@ class GpuLayoutPass:
             lays = [plan.natural.get(v) for v in inits]
             body = op.regions[0].block
             args = body.args[1:] if name == "for" else body.args
-            for a, lay, init in zip(args, lays, inits, strict=False):
+            for i, init in enumerate(inits):
+                if name == "for" and init not in plan.strong and (op, i) in plan.prefer:
+                    lays[i] = plan.prefer[(op, i)]
+            for i, (a, lay, init) in enumerate(zip(args, lays, inits, strict=False)):
                 if lay is not None:
-                    self._set(plan, a, lay, init in plan.strong)
+                    self._set(plan, a, lay, init in plan.strong or (op, i) in plan.prefer)
             if name == "while":
                 self._block(body.ops, plan)
                 cond = body.terminator
