@@ -1,7 +1,8 @@
 """Kernels built by tilec and by Triton side by side, without a GPU: both compile the same source for sm_90 here
 (Triton's own compiler, from the test extra, stops at PTX), ptxas (CUDA's, or the one Triton ships) assembles
 both, and the table gives registers, spill bytes and counts of the instructions that tell builds apart
-(shared-memory traffic, barriers, shuffles, branches, predicated loads). What a change to the cuda lowering did
+(shared-memory traffic, barriers, shuffles, branches, predicated loads), and each side's build time to a cubin
+(tilec's with its assembler, Triton's with its ptxas; one process, so the first rows also pay for imports). What a change to the cuda lowering did
 to code it did not write, before a GPU times it (bench/speed.py, bench/flaggems_ops.py).
 
     .venv/bin/python bench/static_compare.py [--case argmax,bmm,bicubic,conv2d,cumsum] [--keep DIR]
@@ -23,11 +24,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns without it; 1 is its default
+os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # build times of real compiles, not of Triton's disk cache
 
 COUNTS = {
     "ld.shared": r"\bld\.shared",
@@ -157,7 +160,7 @@ def _tilec_ptx(case: tuple) -> str:
         p: {"equal_to_1": True} for p in (ones[0] if ones else [])
     }
     art = compile_kernel(src, name, signature=sig, constexprs=consts, hints=hints,
-                         options=CompileOptions(target="cuda:sm_90", num_warps=warps, num_stages=stages), emit="ptx")  # fmt: skip
+                         options=CompileOptions(target="cuda:sm_90", num_warps=warps, num_stages=stages), emit="cubin")  # fmt: skip
     return art.ptx
 
 
@@ -220,17 +223,19 @@ def main() -> None:
     wanted = [c for c in ns.case.split(",") if c] or list(cases)
     work = Path(ns.keep or tempfile.mkdtemp(prefix="static-compare-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'case':<9}{'side':<8}{'ptxas':<24}" + "".join(f"{k:>14}" for k in COUNTS))
+    print(f"{'case':<9}{'side':<8}{'build s':>8}  {'ptxas':<24}" + "".join(f"{k:>14}" for k in COUNTS))
     for name in wanted:
         if name not in cases:
             print(f"{name:<9}skipped (no FlagGems checkout at {ns.flaggems})" if name in ("bicubic", "conv2d")
                   else f"{name:<9}unknown case")  # fmt: skip
             continue
         for side, build in (("tilec", _tilec_ptx), ("triton", lambda c: _triton_ptx(c, work))):
+            t0 = time.perf_counter()
             ptx = build(cases[name])
+            took = time.perf_counter() - t0
             asm = _assemble(ptx, work / f"{name}.{side}.ptx")
             row = "".join(f"{len(re.findall(rx, ptx)):>14}" for rx in COUNTS.values())
-            print(f"{name:<9}{side:<8}{asm:<24}{row}", flush=True)
+            print(f"{name:<9}{side:<8}{took:>8.2f}  {asm:<24}{row}", flush=True)
 
 
 if __name__ == "__main__":
