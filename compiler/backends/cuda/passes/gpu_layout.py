@@ -180,7 +180,11 @@ class GpuLayoutPass:
                 if not isinstance(a.type, TileType) or a in plan.strong:
                     continue
                 want = self._demand(r, plan, 0)
-                if want is not None and want != plan.natural.get(a) and want.shape == tuple(a.type.shape):
+                if want is None or want.shape != tuple(a.type.shape):
+                    continue
+                # copies (zero register bases, where the user broadcasts it) are not carried: a register remap
+                want = Layout(want.shape, tuple(b for b in want.reg if any(b)), want.lane, want.warp)
+                if want != plan.natural.get(a):
                     out[(op, i)] = want
         return out
 
