@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script a device call runs (from the repo root): environment facts, then the GPU tests and/or the
 # benchmark side by side with Triton. Logs go to $OUT (or ./gpu_out).
-# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention|hopper|inductor|speed] [quick]   (one stage per call keeps a call under 10 minutes)
+# Usage: bash bench/gpu_run.sh [all|tests|bench|tune|first|wgmma|attention|hopper|inductor|speed|recheck|...] [quick]   (one stage per call keeps a call under 10 minutes)
 set -uo pipefail
 stage=${1:-all}; quick=${2:-}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -78,6 +78,20 @@ if [ "$stage" = speed ]; then
     | grep -v -i warn | tail -45
   timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_launch_gpu.py tests/cuda/test_division_gpu.py tests/cuda/test_sort_gather.py 2>&1 | tee "$OUT/speed_tests.log" | tail -8
+fi
+if [ "$stage" = recheck ]; then
+  # after changes to the cuda lowering made without a GPU (bench/NOTES-cuda.md, the fourth session): every
+  # test under tests/cuda on the GPU first (the changed paths' own GPU tests and every other kernel), then
+  # FlagGems' ops side by side when .wt/flaggems is carried, then the speed table in the time left
+  t0=$(date +%s); left() { echo $(( ${RECHECK_BUDGET:-540} - ($(date +%s) - t0) )); }
+  timeout 300 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda \
+    tests/frontend/test_wild_cuda.py 2>&1 | tee "$OUT/recheck_tests.log" | tail -25
+  if [ -d .wt/flaggems/src ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout 120 python3 bench/flaggems_ops.py 2>&1 | grep -v -i warn \
+      | tee "$OUT/flaggems_ops.log" | tail -22
+  fi
+  [ "$(left)" -gt 90 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) --json "$OUT/speed.json" 2>&1 \
+    | grep -v -i warn | tee "$OUT/speed.log" | tail -40
 fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker
