@@ -163,18 +163,24 @@ class LocalBuilds:
         from tilec.compiler.artifact import Artifact
 
         key = self.key(build, options)
-        entry = self.cache.get_index(key)
+        try:
+            entry = self.cache.get_index(key)
+            sha = entry.get("sha256") if entry is not None else None
+            data = self.cache.get_blob(sha) if isinstance(sha, str) and _is_sha(sha) else None
+        except OSError:  # an unreadable cache directory: compiled here, as with no cache
+            return None
         if entry is None:
             return None
-        sha = entry.get("sha256")
-        data = self.cache.get_blob(sha) if isinstance(sha, str) and _is_sha(sha) else None
         try:
             art = Artifact.from_json(data.decode()) if data is not None else None
-        except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError):
             art = None
         if art is None or art.target.split(":")[0] != build.target.split(":")[0]:
             self.cache.corrupt += data is not None
-            self.cache.drop_index(key)
+            try:
+                self.cache.drop_index(key)
+            except OSError:
+                pass
             return None
         return art
 
