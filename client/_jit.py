@@ -167,8 +167,8 @@ class JITKernel:
     def artifact(self, full: dict[str, Any], options: CompileOptions, *, config: Any = None, remote: bool = True,
                  tuned: tuple[dict, Any] | None = None, where: dict | None = None) -> Artifact:  # fmt: skip
         """The artifact for this specialisation: from memory, else (unless `remote` is False) a pulled index
-        (TILEC_INDEX), else (with a server) the local disk cache or the server, else compiled here (a miss:
-        client/_strict.py). `config`: the autotune config whose kwargs are among the constexprs; `tuned`: the
+        (TILEC_INDEX), else (with a server) the local disk cache or the server, else (without one) the local
+        build cache, else compiled here (a miss: client/_strict.py; kept in the local build cache). `config`: the autotune config whose kwargs are among the constexprs; `tuned`: the
         shared tuning key's parts and its result's build; `where`: the tuning key's parts (for the record)."""
         specs, constexprs = self.specialisation(full)
         key = (
