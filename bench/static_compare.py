@@ -131,6 +131,10 @@ def _cases(flaggems: Path) -> dict:
             3,
         ),  # fmt: skip
     }
+    ln_sig = {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
+              "stride": "i32", "N": "i32", "eps": "fp32"}  # fmt: skip
+    cases["layer_norm"] = (_function_source(ROOT / "bench/speed_kernels.py", "layer_norm_fwd"), "layer_norm_fwd", ln_sig,
+                           {"BLOCK_SIZE": 1024}, ["X", "Y", "W", "B", "Mean", "Rstd", "stride", "N"], 8, 3)  # fmt: skip
     if (ops / "upsample_bicubic2d_aa.py").is_file():
         bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {
             n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")
@@ -223,11 +227,11 @@ def main() -> None:
     wanted = [c for c in ns.case.split(",") if c] or list(cases)
     work = Path(ns.keep or tempfile.mkdtemp(prefix="static-compare-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'case':<9}{'side':<8}{'build s':>8}  {'ptxas':<24}" + "".join(f"{k:>14}" for k in COUNTS))
+    print(f"{'case':<11}{'side':<8}{'build s':>8}  {'ptxas':<24}" + "".join(f"{k:>14}" for k in COUNTS))
     for name in wanted:
         if name not in cases:
-            print(f"{name:<9}skipped (no FlagGems checkout at {ns.flaggems})" if name in ("bicubic", "conv2d")
-                  else f"{name:<9}unknown case")  # fmt: skip
+            print(f"{name:<11}skipped (no FlagGems checkout at {ns.flaggems})" if name in ("bicubic", "conv2d")
+                  else f"{name:<11}unknown case")  # fmt: skip
             continue
         for side, build in (("tilec", _tilec_ptx), ("triton", lambda c: _triton_ptx(c, work))):
             t0 = time.perf_counter()
@@ -235,7 +239,7 @@ def main() -> None:
             took = time.perf_counter() - t0
             asm = _assemble(ptx, work / f"{name}.{side}.ptx")
             row = "".join(f"{len(re.findall(rx, ptx)):>14}" for rx in COUNTS.values())
-            print(f"{name:<9}{side:<8}{took:>8.2f}  {asm:<24}{row}", flush=True)
+            print(f"{name:<11}{side:<8}{took:>8.2f}  {asm:<24}{row}", flush=True)
 
 
 if __name__ == "__main__":
