@@ -161,17 +161,21 @@ class ReduceLowering:
         one and only a strictly better number replaces it (NaN never does, and is replaced by any number);
         across lanes and warps the full combine orders by value, then index, with NaN last."""
         kind, axis = arg_op.attrs["kind"], arg_op.attrs["axis"]
-        vals = self.get(arg_op.operands[0], lay)
+        out = self.arg_reduce_values(kind, e, lay, axis, self.get(arg_op.operands[0], lay))
+        res_lay = lay.without_dim(axis)
+        self._define_reduced(arg_op.results[:1], res_lay, [[p[1] for p in out]])
+        if value_op is not None:
+            self._define_reduced(value_op.results[:1], res_lay, [[p[0] for p in out]])
+
+    def arg_reduce_values(self, kind: str, e, lay: Layout, axis: int, vals: list) -> list:
+        """The (value, index) pairs of an argmax/argmin of registers `vals` (in `lay`) along `axis`, one per
+        register of the result's layout."""
         tc = self.thread_coord(lay)[axis]
         idx = [self.b.add(tc, ir.Constant(ops.I32, lay.reg_coord(r)[axis])) for r in range(lay.num_regs)]
         parts = list(zip(vals, idx, strict=False))
         fn = lambda a, b: self._arg_combine(kind, e, a, b)  # noqa: E731
         seq = lambda a, b: self._arg_combine_later(kind, e, a, b)  # noqa: E731
-        out = self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq)
-        res_lay = lay.without_dim(axis)
-        self._define_reduced(arg_op.results[:1], res_lay, [[p[1] for p in out]])
-        if value_op is not None:
-            self._define_reduced(value_op.results[:1], res_lay, [[p[0] for p in out]])
+        return self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq)
 
     def op_reduce_with(self, op: Operation) -> None:
         axis = op.attrs["axis"]
@@ -316,10 +320,16 @@ class ReduceLowering:
         combined on the left of each of its values, so a combine need only be associative. Reversed
         scans run the same steps mirrored (later elements count as earlier)."""
         axis, rev = op.attrs["axis"], bool(op.attrs.get("reverse"))
-        bld = self.b
         lay = self.layout_of(op.results[0])
         vals = [list(self.get(x, lay)) for x in op.operands]
         elems = [elem_type(x.type) for x in op.operands]
+        vals = self.scan_values(lay, axis, rev, vals, elems, fn)
+        for res, v in zip(op.results, vals, strict=True):
+            self.define(res, lay, v)
+
+    def scan_values(self, lay: Layout, axis: int, rev: bool, vals: list[list], elems: list, fn) -> list[list]:
+        """_scan's three levels on registers: `vals` per operand (in `lay`), scanned in place and returned."""
+        bld = self.b
         lane_bits = _axis_bits(lay.lane, axis)
         warp_bits = _axis_bits(lay.warp, axis)
         if lane_bits is None or warp_bits is None:
@@ -370,8 +380,7 @@ class ReduceLowering:
                 both = fn(p, mine)
                 for v, x, y in zip(vals, both, mine, strict=True):
                     v[r] = bld.select(has, x, y)
-        for res, v in zip(op.results, vals, strict=True):
-            self.define(res, lay, v)
+        return vals
 
     def _axis_pos(self, src, first: int, count: int, rev: bool):
         """A thread's position along the scanned axis among `count` lane (or warp) bits from bit `first`,
