@@ -125,3 +125,22 @@ def test_scans_in_the_scan_layout(shape: tuple, nw: int, axis: int, rev: bool) -
     (out,) = sim.scan_values(lay, axis, rev, [scatter(lay, tile, nw)], [F32], lambda a, b: (a[0] + b[0],))
     flip = (lambda x: np.flip(x, axis)) if rev else (lambda x: x)
     np.testing.assert_array_equal(gather(lay, out, nw, shape), flip(np.cumsum(flip(tile), axis=axis)))
+
+
+@pytest.mark.parametrize("rev", [False, True])
+@pytest.mark.parametrize("shape,nw,axis,chunk", [((4096,), 8, 0, 4), ((4096,), 4, 0, 8), ((2048,), 1, 0, 4),
+                                                 ((4, 1024), 4, 1, 4), ((1024, 4), 4, 0, 2), ((2, 512), 2, 1, 1)])  # fmt: skip
+def test_scans_in_segments(shape: tuple, nw: int, axis: int, chunk: int, rev: bool) -> None:
+    """scan_layout with a capped chunk: the axis repeats over high register bits (segments), each scanned
+    over its chunk, lanes and warps, then carried in order; two operands scanned together (a tuple scan)."""
+    lay = scan_layout(shape, axis, nw, max_chunk=chunk)
+    assert any(b[axis] > (32 * nw * chunk) // 2 for b in lay.reg), lay  # the layout has segments
+    rng = np.random.default_rng(5)
+    a = rng.integers(-9, 9, size=shape).astype(np.float32)
+    b = rng.integers(0, 3, size=shape).astype(np.float32)
+    sim = SimBlock(nw)
+    fn = lambda x, y: (x[0] + y[0], np.maximum(x[1], y[1]))  # noqa: E731
+    got_a, got_b = sim.scan_values(lay, axis, rev, [scatter(lay, a, nw), scatter(lay, b, nw)], [F32, F32], fn)
+    flip = (lambda x: np.flip(x, axis)) if rev else (lambda x: x)
+    np.testing.assert_array_equal(gather(lay, got_a, nw, shape), flip(np.cumsum(flip(a), axis=axis)))
+    np.testing.assert_array_equal(gather(lay, got_b, nw, shape), flip(np.maximum.accumulate(flip(b), axis=axis)))

@@ -119,13 +119,18 @@ def blocked(shape: tuple[int, ...], num_warps: int, vec: int = 4, order: tuple[i
     return Layout(tuple(shape), tuple(reg), tuple(lane), tuple(warp))
 
 
-def scan_layout(shape: tuple[int, ...], axis: int, num_warps: int) -> Layout:
+def scan_layout(shape: tuple[int, ...], axis: int, num_warps: int, max_chunk: int | None = None) -> Layout:
     """The scanned axis spread over the low register bits (a chunk of consecutive elements per thread),
     then the low lane bits, then the low warp bits, the chunk sized so that they cover the axis together;
-    the other dimensions take what is left. reduce.py's scan runs in three levels over this shape."""
+    the other dimensions take what is left. reduce.py's scan runs in three levels over this shape.
+    `max_chunk` caps the chunk (16 bytes of the element, as an access vectorises): the rest of the axis
+    then repeats over higher register bits, segments that the scan carries in order (Triton's blocked
+    layout, whose accesses coalesce: a warp's lanes read consecutive 16-byte pieces)."""
     rank = len(shape)
     order = (axis,) + tuple(d for d in range(rank - 1, -1, -1) if d != axis)
     chunk = max(1, shape[axis] // (32 * num_warps))
+    if max_chunk is not None:
+        chunk = max(1, min(chunk, max_chunk))
     return blocked(shape, num_warps, vec=chunk, order=order)
 
 

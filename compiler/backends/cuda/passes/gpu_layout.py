@@ -276,7 +276,14 @@ class GpuLayoutPass:
         axis = scan.attrs["axis"]
         if max(range(len(shape)), key=lambda d: (info.contiguity[d], d)) != axis or info.contiguity[axis] < 2:
             return None
-        return scan_layout(shape, axis, self.num_warps)
+        return self._scan_layout(scan)
+
+    def _scan_layout(self, scan: Operation) -> Layout:
+        """A `scan`'s layout: a thread's chunk of the axis at most 16 bytes of its element, the rest of the axis
+        in segments over higher registers, so that its loads and stores coalesce (reduce.py scan_values)."""
+        res = scan.results[0]
+        ebytes = max(1, elem_type(res.type).bytes)
+        return scan_layout(tuple(res.type.shape), scan.attrs["axis"], self.num_warps, max_chunk=max(1, 16 // ebytes))
 
     def _adopt_yielded(self, op: Operation, args: list[Value], lays: list, plan: _Assignment) -> bool:
         """A loop-carried tile whose init has no preferred layout (zeros) takes the layout of the value
@@ -368,7 +375,7 @@ class GpuLayoutPass:
         if name == "reduce":
             self._set(plan, res, plan.natural[src].without_dim(op.attrs["axis"]), True)
         elif name == "scan":
-            self._set(plan, res, scan_layout(shape, op.attrs["axis"], self.num_warps), True)
+            self._set(plan, res, self._scan_layout(op), True)
         elif name == "sort":  # where the operand sits, when its layout carries the axis bit by bit
             self._set(plan, res, sort_layout(plan.natural[src], op.attrs["axis"], self.num_warps), True)
         elif name == "gather":  # where the indices sit; the source goes through shared memory
