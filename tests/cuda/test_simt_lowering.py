@@ -34,7 +34,7 @@ def _layouts(shape: tuple, nw: int) -> list:
     return lays
 
 
-CONVERSIONS = [((32, 64), 4), ((16, 16), 1), ((8, 128), 2), ((256,), 4)]
+CONVERSIONS = [((32, 64), 4), ((16, 16), 1), ((8, 128), 2), ((256,), 4), ((4, 8), 4)]  # the last: copies in every warp
 
 
 @pytest.mark.parametrize("shape,nw", CONVERSIONS)
@@ -46,9 +46,10 @@ def test_conversions_through_shared_memory_move_every_element(shape: tuple, nw: 
     for src, dst in itertools.product(lays, lays):
         if src == dst:
             continue
-        sim = SimBlock(nw)
-        out = sim.through_smem(scatter(src, tile, nw), src, dst, e)
-        np.testing.assert_array_equal(gather(dst, out, nw, shape), tile, err_msg=f"{src} -> {dst}")
+        for only_owner in (False, True):  # True: one thread of each group of copies writes
+            sim = SimBlock(nw)
+            out = sim.through_smem(scatter(src, tile, nw), src, dst, e, only_owner=only_owner)
+            np.testing.assert_array_equal(gather(dst, out, nw, shape), tile, err_msg=f"{src} -> {dst}")
 
 
 def test_an_mma_accumulator_written_back_in_rows_uses_vector_reads() -> None:
