@@ -20,6 +20,7 @@ from tilec.compiler.backends.cuda.lower import CudaLowering
 from tilec.compiler.backends.cuda.memory import MemoryLowering
 from tilec.compiler.backends.cuda.reduce import ReduceLowering
 from tilec.compiler.backends.cuda.smem import SharedMemory
+from tilec.compiler.backends.cuda.sort import SortLowering
 
 _ICMP = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
          ">=": np.greater_equal}  # fmt: skip
@@ -83,6 +84,13 @@ class SimBuilder:
     def not_(self, a, name=""):
         return ~self.v(a)
 
+    def trunc(self, a, typ, name=""):
+        a = self.v(a)
+        return (a & 1).astype(bool) if typ.width == 1 else a & ((1 << typ.width) - 1)
+
+    def zext(self, a, typ, name=""):
+        return self.v(a).astype(np.int64)
+
     def select(self, c, a, b, name=""):
         return np.where(self.v(c), self.v(a), self.v(b))
 
@@ -102,7 +110,7 @@ class SimBuilder:
         return unordered if op == "uno" else unordered | _ICMP[op](a, b)
 
 
-class SimBlock(ReduceLowering, MemoryLowering):
+class SimBlock(ReduceLowering, SortLowering, MemoryLowering):
     """One thread block of `num_warps` warps running the lowering's data-movement methods (see the module)."""
 
     # the lowering's own: a thread's coordinates from its lane and warp bits, the registers that are not copies

@@ -145,3 +145,23 @@ def test_scans_in_segments(shape: tuple, nw: int, axis: int, chunk: int, rev: bo
     flip = (lambda x: np.flip(x, axis)) if rev else (lambda x: x)
     np.testing.assert_array_equal(gather(lay, got_a, nw, shape), flip(np.cumsum(flip(a), axis=axis)))
     np.testing.assert_array_equal(gather(lay, got_b, nw, shape), flip(np.maximum.accumulate(flip(b), axis=axis)))
+
+
+@pytest.mark.parametrize("desc", [False, True])
+@pytest.mark.parametrize("shape,nw,axis", [((8, 128), 4, 1), ((128, 8), 4, 0), ((2, 1024), 8, 1), ((256,), 2, 0)])
+def test_sorts_over_registers_lanes_and_warps(shape: tuple, nw: int, axis: int, desc: bool) -> None:
+    """The bitonic network where the axis bits sit in registers, lanes (shuffles) and warps (shared memory)."""
+    from tilec.compiler.backends.cuda.sort import axis_bits, sort_layout
+
+    rng = np.random.default_rng(6)
+    cases = [(rng.standard_normal(shape).astype(np.float32), F32), (rng.integers(-5, 5, size=shape), I32)]
+    lays = [sort_layout(lay, axis, nw) for lay in _layouts(shape, nw)]
+    kinds = {tuple(k for k, _ in axis_bits(lay, axis)) for lay in lays}
+    assert any("warp" in k for k in kinds) or nw == 1 or shape[axis] <= 128, kinds
+    for tile, e in cases:
+        want = np.sort(tile, axis=axis)
+        want = np.flip(want, axis) if desc else want
+        for lay in lays:
+            sim = SimBlock(nw)
+            out = sim.sort_values(lay, axis, scatter(lay, tile, nw), e, desc)
+            np.testing.assert_array_equal(gather(lay, out, nw, shape), want, err_msg=str(lay))

@@ -57,15 +57,18 @@ class SortLowering:
         x = op.operands[0]
         e = elem_type(x.type)
         lay = self.layout_of(op.results[0])
+        self.define(op.results[0], lay, self.sort_values(lay, axis, list(self.get(x, lay)), e, desc))
+
+    def sort_values(self, lay: Layout, axis: int, vals: list, e, desc: bool) -> list:
+        """The bitonic network on registers `vals` (in `lay`, which carries the axis bit by bit)."""
         bits = axis_bits(lay, axis)
         if bits is None:
             raise CompileError("cuda: internal: sort's layout does not carry its axis bit by bit")
-        vals = list(self.get(x, lay))
         n = lay.shape[axis]
         for stage in range(1, n.bit_length()):
             for t in range(stage - 1, -1, -1):
                 vals = self._sort_step(lay, vals, e, bits, stage, t, n, desc)
-        self.define(op.results[0], lay, vals)
+        return vals
 
     def _bit_of(self, where: tuple[str, int], r: int):
         """Bit `where` of this thread's register `r` position, as an i1 (a constant for register bits)."""
