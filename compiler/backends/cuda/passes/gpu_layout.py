@@ -282,7 +282,7 @@ class GpuLayoutPass:
         """A `scan`'s layout: a thread's chunk of the axis at most 16 bytes of its element, the rest of the axis
         in segments over higher registers, so that its loads and stores coalesce (reduce.py scan_values)."""
         res = scan.results[0]
-        ebytes = max(1, elem_type(res.type).bytes)
+        ebytes = max(max(1, elem_type(r.type).bytes) for r in scan.results)  # scan_with: its widest operand's
         return scan_layout(tuple(res.type.shape), scan.attrs["axis"], self.num_warps, max_chunk=max(1, 16 // ebytes))
 
     def _adopt_yielded(self, op: Operation, args: list[Value], lays: list, plan: _Assignment) -> bool:
@@ -365,7 +365,7 @@ class GpuLayoutPass:
             shape = op.results[0].type.shape
             axis = op.attrs["axis"]
             lay = (src_lay.without_dim(axis) if name == "reduce_with"
-                   else scan_layout(shape, axis, self.num_warps))
+                   else self._scan_layout(op))
             for r in op.results:
                 self._set(plan, r, lay, True)
             return
