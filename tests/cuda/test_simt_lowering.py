@@ -165,3 +165,35 @@ def test_sorts_over_registers_lanes_and_warps(shape: tuple, nw: int, axis: int, 
             sim = SimBlock(nw)
             out = sim.sort_values(lay, axis, scatter(lay, tile, nw), e, desc)
             np.testing.assert_array_equal(gather(lay, out, nw, shape), want, err_msg=str(lay))
+
+
+def test_an_ordered_reduction_gives_every_lane_the_same_result() -> None:
+    """reduce_with's `ordered` combine: every lane pair combines (lower lane's, upper lane's), so all the
+    threads that hold the result agree even for a combine that does not commute (the gather below checks that
+    every copy agrees). Checked with one that keeps its left operand's nonzero: without `ordered`, copies
+    differ. (Which element wins depends on the layout's tree, as in Triton, which asks only associativity.)"""
+    nw, shape = 4, (8, 256)
+    tile = np.zeros(shape, np.float32)
+    rng = np.random.default_rng(7)
+    for row in range(shape[0]):
+        tile[row, rng.choice(shape[1], size=3, replace=False)] = rng.integers(1, 9, size=3)
+
+    def first_nonzero(a, b):
+        return (np.where(a[0] != 0, a[0], b[0]), a[1] + b[1])
+
+    disagreed = 0
+    for lay in _layouts(shape, nw):
+        res = lay.without_dim(1)
+        for ordered in (True, False):
+            sim = SimBlock(nw)
+            parts = list(zip(scatter(lay, tile, nw), scatter(lay, np.ones(shape, np.float32), nw), strict=True))
+            out = sim._reduce_parts(lay, 1, parts, first_nonzero, [F32, F32], ordered=ordered)
+            try:
+                got = gather(res, [p[0] for p in out], nw, (shape[0],))
+            except AssertionError:
+                assert not ordered, f"copies disagree with ordered combines: {lay}"
+                disagreed += 1
+                continue
+            assert all(v in tile[r] and v != 0 for r, v in enumerate(got)), (lay, got)
+            np.testing.assert_array_equal(gather(res, [p[1] for p in out], nw, (shape[0],)), np.full(shape[0], 256.0))
+    assert disagreed, "the combine should tell an unordered tree from an ordered one"
