@@ -48,11 +48,19 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def cache_root(given: Any) -> Path:
+    """The directory a cache argument names: a LocalCache's, a path, or (None) TILEC_CACHE_DIR or the user cache
+    dir, read each time (the variable may change)."""
+    if isinstance(given, LocalCache):
+        return given.root
+    return Path(given) if given is not None else default_root()
+
+
 class LocalCache:
     """blobs/ab/<sha256>, manifests/<sha256>.json, index/ab/<sha256 of the lookup key>.json under `root`."""
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else default_root()
+        self.root = cache_root(root)
         self.corrupt = 0  # files found not to match their name (deleted)
 
     # binaries

@@ -168,8 +168,9 @@ class JITKernel:
                  tuned: tuple[dict, Any] | None = None, where: dict | None = None) -> Artifact:  # fmt: skip
         """The artifact for this specialisation: from memory, else (unless `remote` is False) a pulled index
         (TILEC_INDEX), else (with a server) the local disk cache or the server, else (without one) the local
-        build cache, else compiled here (a miss: client/_strict.py; kept in the local build cache). `config`: the autotune config whose kwargs are among the constexprs; `tuned`: the
-        shared tuning key's parts and its result's build; `where`: the tuning key's parts (for the record)."""
+        build cache, else compiled here (a miss: client/_strict.py; kept in the local build cache). `config`:
+        the autotune config whose kwargs are among the constexprs; `tuned`: the shared tuning key's parts and
+        its result's build; `where`: the tuning key's parts (for the record)."""
         specs, constexprs = self.specialisation(full)
         key = (
             tuple(sorted(specs.items())),
@@ -205,13 +206,13 @@ class JITKernel:
     def _local_builds(self) -> Any:
         """Without a server: the local cache of builds made here (client/_cache.py LocalBuilds), or None
         under TILEC_ALWAYS_COMPILE=1."""
-        from ._cache import LocalBuilds
+        from ._cache import LocalBuilds, cache_root
 
         if not LocalBuilds.enabled():
             return None
         given = self.__dict__.get("_cache_given")
         local = self.__dict__.get("_local")
-        if local is None or local.cache.root != _cache_root(given):
+        if local is None or local.cache.root != cache_root(given):
             local = self._local = LocalBuilds(given)
         return local
 
@@ -669,12 +670,3 @@ def constexpr_value(v: Any) -> Any:
     if isinstance(v, tuple) and any(type(x).__name__ == "dtype" for x in v):
         return tuple(constexpr_value(x) for x in v)
     return v
-
-
-def _cache_root(given: Any) -> Path:
-    """The directory of the local cache `given` names (read each time: TILEC_CACHE_DIR may change)."""
-    from ._cache import LocalCache, default_root
-
-    if isinstance(given, LocalCache):
-        return given.root
-    return Path(given) if given is not None else default_root()

@@ -54,33 +54,6 @@ class SimBuilder:
         finally:
             self.masks.pop()
 
-    def _bin(self, f, a, b):
-        return f(self.v(a), self.v(b))
-
-    def add(self, a, b, name=""):
-        return self._bin(np.add, a, b)
-
-    def sub(self, a, b, name=""):
-        return self._bin(np.subtract, a, b)
-
-    def mul(self, a, b, name=""):
-        return self._bin(np.multiply, a, b)
-
-    def and_(self, a, b, name=""):
-        return self._bin(np.bitwise_and, a, b)
-
-    def or_(self, a, b, name=""):
-        return self._bin(np.bitwise_or, a, b)
-
-    def xor(self, a, b, name=""):
-        return self._bin(np.bitwise_xor, a, b)
-
-    def shl(self, a, b, name=""):
-        return self._bin(np.left_shift, a, b)
-
-    def lshr(self, a, b, name=""):
-        return self._bin(np.right_shift, a, b)  # the values here are thread and register coordinates: >= 0
-
     def not_(self, a, name=""):
         return ~self.v(a)
 
@@ -221,3 +194,9 @@ def gather(lay, regs: list[np.ndarray], num_warps: int, shape: tuple) -> np.ndar
             seen[key] = v
             tile[key] = v
     return tile
+
+
+# the binary IR calls, one NumPy function each (lshr: the values here are coordinates and offsets, >= 0)
+for _name, _f in {"add": np.add, "sub": np.subtract, "mul": np.multiply, "and_": np.bitwise_and,
+                  "or_": np.bitwise_or, "xor": np.bitwise_xor, "shl": np.left_shift, "lshr": np.right_shift}.items():  # fmt: skip
+    setattr(SimBuilder, _name, lambda self, a, b, name="", _f=_f: _f(self.v(a), self.v(b)))
