@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2,4", help="the drill's --workers")
     args = ap.parse_args()
     rows = jobs(args.logs)
-    cols = ["total", "prepare", "tune", "compile", "wait", "timing", "record", "close", "store"]
+    cols = ["total", "prepare", "tune", "compile", "start", "wait", "timing", "record", "close", "store"]
     print(f"{'workers':>7} {'jobs':>5} " + " ".join(f"{c:>8}" for c in cols) + "   (mean seconds per job)")
     first = 1
     for n in (int(x) for x in args.workers.split(",")):

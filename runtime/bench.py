@@ -510,6 +510,7 @@ class BenchProcess:
         self._child: Child | None = None
         self._ready = False
         self._spawned = 0
+        self.start_wait_s = 0.0  # seconds the calls have waited on a child's start (imports, context, arrays)
         self._start()
 
     @property
@@ -565,11 +566,14 @@ class BenchProcess:
         if self._child is None:
             self._start()
         if not self._ready:
+            began = time.perf_counter()
             try:
                 layers = self._ask(None, self.start_timeout_s, "while starting")
             except TrialFault:
                 self._discard()  # a child that could not start has exited, whatever the kind
                 raise
+            finally:
+                self.start_wait_s += time.perf_counter() - began
             self.layers = layers if isinstance(layers, dict) else {}
             self._ready = True
 
