@@ -226,6 +226,24 @@ class CudaBench:
     def _sync(self) -> None:
         self._call(self.drv.cuCtxSynchronize(), "fault")  # an error here comes from the kernel: a fault
 
+    def release(self) -> None:
+        """Free what this launch holds on the GPU (buffers, the L2 flush buffer, events, the loaded module), for
+        a kept child's next bench; raises TrialFault when the context is dead (the child is not kept then)."""
+        if self.dead is not None:
+            raise TrialFault("fault", self.dead)
+        self._sync()
+        if self._loaded is not None:
+            self._call(self.drv.cuModuleUnload(self._loaded[1].module))
+            self._loaded = None
+        for start, end in self.events:
+            self._call(self.drv.cuEventDestroy(start))
+            self._call(self.drv.cuEventDestroy(end))
+        self.events = []
+        for ptr in [*self.buffers.values(), self.flush]:
+            self._call(self.drv.cuMemFree(ptr))
+        self.buffers, self.flush = {}, 0
+        self._sync()
+
     # -- timing
 
     def time(
@@ -418,15 +436,46 @@ def sandboxed_bench(conn, profile: Any, lockdown: Callable[[], dict]) -> None:
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it as a TrialFault
         reply({"fault": "crash", "message": f"the bench cannot start: {type(exc).__name__}: {exc}"})
         return
-    reply({"ok": lockdown()})
+    layers = lockdown()
+    reply({"ok": layers})
+    while bench is not None:
+        bench = _serve(conn, profile, bench, reply, layers)
+
+
+def _serve(conn, profile: Any, bench: Any, reply: Callable[[dict], None], layers: dict) -> Any:
+    """One launch's requests; after a "reset" (the parent keeps this child for its owner's next job: a GPU
+    bench only, its context healthy) the next launch's bench, made under the lockdown already in place, else
+    None (the child ends)."""
     while True:
         try:
             op, *rest = conn.recv()
         except (EOFError, OSError):
-            return
+            return None
         if op == "close":
-            return
+            return None
         per_call(profile.limits)
+        if op == "reset":
+            try:
+                bench.release()  # the launch's buffers, module and events freed; raises if the context died
+            except Exception as exc:  # noqa: BLE001 - the parent kills a child that cannot be reset
+                reply({"fault": "crash", "message": f"the bench cannot be reset: {type(exc).__name__}: {exc}"})
+                return None
+            reply({"ok": True})
+            try:
+                target, resolved, seed, device = conn.recv()
+                if not target.startswith("cuda"):
+                    raise TrialFault("launch", "a kept bench serves GPU launches only")
+                bench = make_bench(target, resolved, seed, device=device)
+            except (EOFError, OSError):
+                return None
+            except TrialFault as exc:
+                reply({"fault": exc.kind, "message": f"the bench cannot start: {exc.message}"})
+                return None
+            except Exception as exc:  # noqa: BLE001
+                reply({"fault": "crash", "message": f"the bench cannot start: {type(exc).__name__}: {exc}"})
+                return None
+            reply({"ok": layers})
+            continue
         try:
             value = bench.time(rest[0], rest[1], **rest[2]) if op == "time" else bench.device_info()
         except TrialFault as exc:
@@ -500,8 +549,12 @@ class BenchProcess:
         device: int = 0,
         start_timeout_s: float = 120.0,
         limits: Limits | None = None,
+        owner: Any = None,
     ) -> None:
         self._spec = (target, resolved, seed, device)
+        # whose launch this is (a tune worker passes the job's submit token): a GPU child may then come from,
+        # and go back to, the keep of that owner's children (runtime/standby.py), never another owner's
+        self.owner = owner if target != "cpu" else None
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self.limits = limits or Limits()
@@ -519,7 +572,8 @@ class BenchProcess:
 
     def _start(self) -> None:
         kind = "cpu" if self._spec[0] == "cpu" else "cuda"
-        self._child = standby.take(kind, self._spec[3], self.limits)
+        self._child = standby.take(kind, self._spec[3], self.limits, self.owner)
+        self._child.jobs += 1
         try:
             self._child.send(self._spec)
         except (BrokenPipeError, OSError):  # a child started ahead that has died since: a fresh one
@@ -597,6 +651,8 @@ class BenchProcess:
     def close(self) -> None:
         if self._child is None:
             return
+        if self.owner is not None and self._ready and self._reset():
+            return
         try:
             self._child.send(("close",))
         except (BrokenPipeError, OSError):
@@ -608,6 +664,21 @@ class BenchProcess:
             threading.Thread(target=child.kill, kwargs={"grace_s": min(5.0, self.timeout_s)}, daemon=True).start()
         else:
             child.kill(grace_s=min(5.0, self.timeout_s))
+
+    def _reset(self) -> bool:
+        """Hand a healthy child back to its owner's keep (its launch's GPU memory freed): True when kept."""
+        child = self._child
+        if standby.keep_max <= 0 or not child.alive():
+            return False
+        try:
+            child.send(("reset",))
+            ok = child.poll(min(10.0, self.timeout_s)) and child.recv() == {"ok": True}
+        except (BrokenPipeError, EOFError, OSError, ValueError):
+            ok = False
+        if not ok or not standby.keep(child, "cuda", self._spec[3], self.limits, self.owner):
+            return False  # close() ends it as any other
+        self._child = None
+        return True
 
     def __enter__(self) -> BenchProcess:
         return self

@@ -132,6 +132,7 @@ class Child:
             theirs.close()
         self.pid = self.proc.pid
         self.conn = Connection(mine.detach())
+        self.jobs = 0  # the launches it has served (a kept bench child serves several of one owner)
 
     def send(self, message: Any) -> None:
         self.conn.send(message)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections import OrderedDict
 from dataclasses import asdict
+from typing import Any
 
 from .sandbox import Child, Limits, Profile
 
@@ -23,6 +25,12 @@ class Standby:
         self.lock = threading.Lock()
         self.count = 0
         self.ready: dict[tuple, list[Child]] = {}
+        # children kept after a GPU job for the next job of the same owner (a submit token): a context costs
+        # ~0.5 s to make and a host makes ~2 a second whatever its number of GPUs, so a fresh one per job caps
+        # a host's jobs; never handed to another owner. keep_max in all, least recently used dropped first
+        self.keep_max = 0
+        self.keep_uses = 200  # a child serves at most this many jobs
+        self.kept: OrderedDict[tuple, Child] = OrderedDict()
 
     @staticmethod
     def spawn(kind: str, device: int, limits: Limits) -> Child:
@@ -30,7 +38,11 @@ class Standby:
         child.send(("warm", kind, device))
         return child
 
-    def take(self, kind: str, device: int, limits: Limits) -> Child:
+    def take(self, kind: str, device: int, limits: Limits, owner: Any = None) -> Child:
+        if owner is not None:
+            kept = self._kept(self.key(kind, device, limits), owner)
+            if kept is not None:
+                return kept
         with self.lock:
             kept = self.ready.setdefault(self.key(kind, device, limits), []) if self.count else []
             child = kept.pop(0) if kept else None
@@ -40,6 +52,30 @@ class Standby:
         if child is not None:
             child.kill()
         return self.spawn(kind, device, limits)
+
+    def _kept(self, key: tuple, owner: Any) -> Child | None:
+        """The owner's kept child for this kind of bench (a live one), taken out of the keep; or None."""
+        with self.lock:
+            child = self.kept.pop((key, owner), None)
+        if child is not None and not child.alive():
+            child.kill()
+            return None
+        return child
+
+    def keep(self, child: Child, kind: str, device: int, limits: Limits, owner: Any) -> bool:
+        """Keep a child that has been reset after its job for `owner`'s next job; False (the caller kills
+        it) when keeping is off, the child has served its share, or the owner has one kept already."""
+        dropped: list[Child] = []
+        with self.lock:
+            slot = (self.key(kind, device, limits), owner)
+            if self.keep_max <= 0 or child.jobs >= self.keep_uses or slot in self.kept:
+                return False
+            self.kept[slot] = child
+            while len(self.kept) > self.keep_max:
+                dropped.append(self.kept.popitem(last=False)[1])
+        for old in dropped:
+            old.kill()
+        return True
 
     @staticmethod
     def key(kind: str, device: int, limits: Limits) -> tuple:
@@ -54,12 +90,16 @@ class Standby:
             if self.count:
                 self._fill(self.ready.setdefault(self.key(kind, device, limits), []), kind, device, limits)
 
-    def set(self, count: int) -> None:
+    def set(self, count: int, keep: int | None = None) -> None:
         with self.lock:
             self.count = max(0, count)
             dropped = [c for kept in self.ready.values() for c in kept[self.count:]]
             for kept in self.ready.values():
                 del kept[self.count:]
+            if keep is not None:
+                self.keep_max = max(0, keep)
+            while len(self.kept) > self.keep_max:
+                dropped.append(self.kept.popitem(last=False)[1])
         for child in dropped:
             child.kill()
 
@@ -67,15 +107,17 @@ class Standby:
 standby = Standby()
 
 
-def keep_standby(count: int = 1, *, kind: str | None = None, device: int = 0, limits: Limits | None = None) -> None:
+def keep_standby(count: int = 1, *, kind: str | None = None, device: int = 0, limits: Limits | None = None,
+                 keep: int | None = None) -> None:  # fmt: skip
     """Keep `count` bench children started ahead for each kind of bench this process starts (0: none, the
     default); with `kind` ("cpu" or "cuda"), those of that kind, device and limits start now, so that a fresh
     worker's first job finds them too. A tune worker sets it: a job's bench is then ready when its compiles end,
     instead of a process start, the imports and a GPU context later (about 0.8 s of a 1.8 s job on an H100
-    host); and a bench's close no longer waits for its child to exit."""
-    standby.set(count)
+    host); and a bench's close no longer waits for its child to exit. `keep`: GPU bench children kept after a
+    job for the next job of the same owner (BenchProcess's `owner`), at most that many in all (0: none)."""
+    standby.set(count, keep)
     if count and kind is not None:
         standby.fill(kind, device, limits or Limits())
 
 
-atexit.register(standby.set, 0)  # the children waiting end with the process (none unless keep_standby asked)
+atexit.register(standby.set, 0, 0)  # the children waiting end with the process (none unless keep_standby asked)

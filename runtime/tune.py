@@ -156,11 +156,13 @@ def run_tune(
     bench: Any = None,
     bench_timeout_s: float = 60.0,
     bench_limits: Any = None,
+    bench_owner: Any = None,
 ) -> tuple[Outcome, dict]:
     """Run the tune; (its outcome, the device's description: GPU model, driver, clocks). `known(device)`
     gives the trials an earlier tune on the same device model has recorded (not timed again);
     `on_plan(n)` is told how many trials the tune will record before the first one. The bench runs in a
-    sandboxed child (runtime/sandbox.py) under `bench_limits`, each call bounded by `bench_timeout_s`."""
+    sandboxed child (runtime/sandbox.py) under `bench_limits`, each call bounded by `bench_timeout_s`; a GPU
+    child may be one kept from `bench_owner`'s last job, and is kept for its next (runtime/standby.py)."""
     from .bench import BenchProcess, device_info
 
     own, outcome = bench is None, None
@@ -171,7 +173,7 @@ def run_tune(
         arrays_mb = sum(t.nbytes for t in prepared.resolved.tensors.values()) >> 20
         bench_limits = Limits(memory_mb=max(Limits().memory_mb, arrays_mb + 1536))
     bench = bench or BenchProcess(prepared.spec.target, prepared.resolved, seed=prepared.spec.seed,
-                                  timeout_s=bench_timeout_s, limits=bench_limits)  # fmt: skip
+                                  timeout_s=bench_timeout_s, limits=bench_limits, owner=bench_owner)  # fmt: skip
     try:
         device = device_info(prepared.spec.target)
         tuner = Tuner(

@@ -308,11 +308,13 @@ def worker(
     from tilec.server.pool import CompilePool
 
     CompilePool().warm()
-    # and each job's bench child is started while the job before it runs (a fresh one per job still)
+    # and each job's bench child is started while the job before it runs; a GPU child is kept for the same
+    # token's next job (settings.bench_keep)
     from tilec.runtime.standby import keep_standby
     from tilec.server.jobs.runner import bench_limits
 
-    keep_standby(settings.bench_standby, kind="cpu" if target == "cpu" else "cuda", limits=bench_limits(settings))
+    keep_standby(settings.bench_standby, kind="cpu" if target == "cpu" else "cuda", limits=bench_limits(settings),
+                 keep=settings.bench_keep)  # fmt: skip
     typer.echo(f"tilec worker: {target} jobs from {masked_url(settings.broker_url)} (queue {queue_name(target)})")
     app.worker_main([
         "worker", "--queues", queue_name(target), "--pool", "solo", "--concurrency", "1", "--loglevel", loglevel,

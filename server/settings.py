@@ -94,6 +94,11 @@ class Settings(BaseSettings):
     # each still serves one job): runtime/standby.py keep_standby. 0: each job starts its own when it begins. Two,
     # since a child takes longer to start (~1 s on an H100 host, more with four workers) than a short job runs
     bench_standby: int = 2
+    # GPU bench children a `tilec worker` keeps after a job for the next job of the same submit token (its
+    # imports and context reused; its launch's memory freed; never another token's): a host makes about two GPU
+    # contexts a second whatever its number of GPUs, which a fresh child per job turns into a cap on the jobs
+    # its workers run (bench/child_start.py, bench/NOTES-cluster.md). 0: a fresh child for every job
+    bench_keep: int = 4
     # caches
     lookup_cache_size: int = 4096
     lookup_cache_ttl_s: float = 5.0

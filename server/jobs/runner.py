@@ -136,6 +136,15 @@ def run_job(ctx: WorkerContext, job_id: int) -> str:
         beat.stop()
 
 
+def _owner(job: TuneJob, st: Settings) -> tuple | None:
+    """Whose jobs may share a kept GPU bench child (runtime/standby.py): one submit token's; on a service without
+    auth, where every caller already reads and writes everything, every job's; none for a job without a token
+    on a service with auth (none such is submitted)."""
+    if job.submitted_by is not None:
+        return ("token", job.submitted_by)
+    return None if st.auth_enabled else ("open",)
+
+
 def give_back(ctx: WorkerContext, job_id: int, wait_s: float = store.RETRY_S) -> bool:
     """After the database went away under a take: once it answers again (within wait_s) the job is queued again and
     the take not counted. max_deliveries counts takes that killed their worker or lost their lease; an outage is
@@ -197,7 +206,8 @@ def _run(ctx: WorkerContext, job_id: int, beat: Heartbeat) -> str:
     try:
         outcome, device = run_tune(prepared, known=known, on_plan=on_plan, on_trial=on_trial,
                                    cancelled=lambda: beat.stop_now, compiler=compiler,
-                                   bench_timeout_s=st.bench_timeout_s, bench_limits=limits)  # fmt: skip
+                                   bench_timeout_s=st.bench_timeout_s, bench_limits=limits,
+                                   bench_owner=_owner(job, st))  # fmt: skip
     except OperationalError:  # the database went away mid-tune: not the job's fault; it is taken up again
         raise
     except Exception as exc:  # noqa: BLE001 - the tune's own failure (not the worker's): fail once, with it

@@ -337,3 +337,37 @@ def test_a_standby_child_that_died_is_replaced_by_a_fresh_one() -> None:
             assert isinstance(bench.time(add, CONFIG, max_seconds=0.1), Timing)
     finally:
         bench_mod.keep_standby(0)
+
+
+def test_kept_children_are_per_owner_bounded_and_least_recently_used_go_first() -> None:
+    """runtime/standby.py's keep (a GPU bench child kept for its owner's next job; its GPU side is in
+    tests/cuda/test_bench_keep.py): one child an owner, at most keep_max in all, the oldest ended first; a child
+    that has served keep_uses jobs, or one that died, is not handed out; a CPU bench is never kept."""
+    from tilec.runtime.standby import Standby
+
+    s, limits = Standby(), Limits()
+    s.set(0, keep=2)
+    a, b, c, d = (Standby.spawn("cpu", 0, limits) for _ in range(4))
+    fresh: list = []
+    try:
+        assert s.keep(a, "cuda", 0, limits, "alice") and s.keep(b, "cuda", 0, limits, "bob")
+        assert not s.keep(d, "cuda", 0, limits, "alice"), "one child kept an owner"
+        assert s.take("cuda", 0, limits, "bob") is b and s.keep(b, "cuda", 0, limits, "bob")  # bob: newest now
+        assert s.keep(c, "cuda", 0, limits, "carol")
+        assert _gone(a.pid), "alice's, the least recently used, was ended to keep carol's"
+        fresh = [s.take("cuda", 0, limits, "alice"), s.take("cuda", 1, limits, "bob")]
+        assert fresh[0] is not a and fresh[1] is not b, "alice's was ended; bob's is kept for one device only"
+        os.killpg(c.pid, 9)
+        assert _gone(c.pid)
+        fresh.append(s.take("cuda", 0, limits, "carol"))
+        assert fresh[-1] is not c, "a kept child that died is not handed out"
+        d.jobs = s.keep_uses
+        assert not s.keep(d, "cuda", 0, limits, "dave"), "a child that has served its share is not kept"
+        bench = BenchProcess("cpu", _add_launch(1024), owner="alice")
+        assert bench.owner is None, "a CPU bench is never kept"
+        bench.close()
+    finally:
+        s.set(0, keep=0)
+        for child in (a, b, c, d, *fresh):
+            child.kill()
+    assert not s.kept and _gone(b.pid)
