@@ -131,6 +131,9 @@ def _cases(flaggems: Path) -> dict:
             3,
         ),  # fmt: skip
     }
+    cases["cumsum_rows"] = (_function_source(ROOT / "bench/speed_kernels.py", "cumsum_rows"), "cumsum_rows",
+                            {"x_ptr": "*fp32", "out_ptr": "*fp32", "stride": "i32"}, {"BLOCK_M": 64, "BLOCK_N": 1024},
+                            ["x_ptr", "out_ptr", "stride"], 8, 3)  # the speed table's [64, 1024] scan  # fmt: skip
     ln_sig = {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
               "stride": "i32", "N": "i32", "eps": "fp32"}  # fmt: skip
     cases["layer_norm"] = (_function_source(ROOT / "bench/speed_kernels.py", "layer_norm_fwd"), "layer_norm_fwd", ln_sig,
