@@ -485,7 +485,7 @@ class FastPath:
     def _key(self, args: tuple, kwargs: dict):
         """(key, raw values of the positional arguments) or (None, None) for calls it does not handle.
         Per argument: (dtype, 16-byte aligned) for tensors, Triton's int classes (equal to 1, or
-        (divisible by 16, fits in i32)), float; then keyword items, positional constexprs and the
+        (divisible by 16, fits in i32)), float, a bool with its value; then keyword items, positional constexprs and the
         first tensor's device (is_cuda where there is one GPU: cheaper than get_device)."""
         tensor = self.tensor
         key = [tuple(kwargs.items())] if kwargs else [None]  # cheaper than the items one by one
@@ -505,6 +505,9 @@ class FastPath:
             elif t is float:
                 raw.append(a)
                 key.append(float)
+            elif t is bool:  # an i1 argument or a flag given positionally (FlagGems' kernels take several)
+                raw.append(int(a))
+                key.append((bool, a))  # never equal to an int's class (True == 1)
             elif t in self.ducks:  # a duck-typed tensor (a library's strided buffer): as a tensor, by its device
                 p = int(a.data_ptr())
                 raw.append(p)

@@ -114,7 +114,10 @@ def test_fast_path_key_separates_specialisations() -> None:
     fp.multi_gpu = True
     assert fp._key((Tensor(1 << 20, device=1), y, o, 1024), {})[0] != fp._key((x, y, o, 1024), {})[0]
     fp.multi_gpu = False
-    assert fp._key((x, y, o, True), {})[0] is None  # bools and other types take the full path
+    # a bool (FlagGems passes flags positionally) is its own class, by value: never the key of an int 1
+    flags = {fp._key((x, y, o, v), {})[0] for v in (True, False, 1, 0)}
+    assert len(flags) == 4 and fp._key((x, y, o, True), {})[1] == [1 << 20, 2 << 20, 3 << 20, 1]
+    assert fp._key((x, y, o, "a"), {})[0] is None and fp._key((x, y, o, None), {})[0] is None  # full path
     assert fp._key((x, y, o, 1024, 256), {})[0] != fp._key((x, y, o, 1024, 512), {})[0]  # positional constexpr
 
 
