@@ -462,7 +462,10 @@ def _serve(conn, profile: Any, bench: Any, reply: Callable[[dict], None], layers
                 return None
             reply({"ok": True})
             try:
-                target, resolved, seed, device = conn.recv()
+                spec = conn.recv()
+                if spec[0] == "close":  # the parent did not keep it after all
+                    return None
+                target, resolved, seed, device = spec
                 if not target.startswith("cuda"):
                     raise TrialFault("launch", "a kept bench serves GPU launches only")
                 bench = make_bench(target, resolved, seed, device=device)
