@@ -36,7 +36,7 @@ def launches(name: str):
 
         def call(k, meta, opts):
             grid = (cdiv(s, meta["BLOCK_SIZE_M"]), cdiv(s, meta["BLOCK_SIZE_N"]), bt)
-            k[grid](a, b, c, s, s, s, *a.stride(), *b.stride(), *c.stride(), **meta, **opts)
+            return k[grid](a, b, c, s, s, s, *a.stride(), *b.stride(), *c.stride(), **meta, **opts)
 
         return call, c
     a = torch.randn(s, s, device="cuda", dtype=torch.float16)
@@ -45,8 +45,8 @@ def launches(name: str):
 
     def call(k, meta, opts):
         grid = (cdiv(s, meta["BLOCK_SIZE_M"]) * cdiv(s, meta["BLOCK_SIZE_N"]),)
-        k[grid](a, b, c, s, s, s, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                **meta, **opts)  # fmt: skip
+        return k[grid](a, b, c, s, s, s, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                       **meta, **opts)  # fmt: skip
 
     return call, c
 
@@ -55,24 +55,28 @@ def sweep(name: str) -> None:
     tuner = getattr(TRI, name)
     tri, til = tuner.fn, untuned(name)
     call, out = launches(name)
-    print(f"{name}: config, Triton ms, tilec ms, ratio, tilec registers/spills")
+    print(f"{name}: config, Triton ms, tilec ms, ratio, tilec registers/spills/shared bytes, Triton's")
     for cfg in tuner.configs:
         meta = dict(cfg.kwargs)
         opts = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
         row = f"  {meta} w{cfg.num_warps} s{cfg.num_stages}"
-        times = {}
+        times, compiled = {}, None
         for side, k in (("triton", tri), ("tilec", til)):
             try:
-                call(k, meta, opts)
+                got = call(k, meta, opts)
+                compiled = got if side == "triton" else compiled  # Triton's launch returns its CompiledKernel
                 torch.cuda.synchronize()
                 times[side] = triton.testing.do_bench(lambda k=k, m=meta, o=opts: call(k, m, o), warmup=25, rep=100)
             except Exception as exc:  # noqa: BLE001 - the row says why
                 times[side] = float("nan")
                 row += f" {side} error {type(exc).__name__}: {str(exc)[:160]}"
         art = next(reversed(til.cache.values()), None) if til.cache else None
-        regs = f"{art.metadata.get('registers')}/{art.metadata.get('spill_stores')}" if art is not None else "-"
+        regs = (f"{art.metadata.get('registers')}/{art.metadata.get('spill_stores')}/{art.metadata.get('shared_bytes')}"
+                if art is not None else "-")  # fmt: skip
+        theirs = (f"{getattr(compiled, 'n_regs', '?')}/{getattr(compiled, 'n_spills', '?')}/"
+                  f"{getattr(getattr(compiled, 'metadata', None), 'shared', '?')}")  # fmt: skip
         t, c = times["triton"], times["tilec"]
-        print(f"{row}: {t:.4f} {c:.4f} {t / c:.2f} {regs}", flush=True)
+        print(f"{row}: {t:.4f} {c:.4f} {t / c:.2f} {regs} {theirs}", flush=True)
 
 
 def main() -> None:
