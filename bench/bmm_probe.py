@@ -7,7 +7,8 @@ that one config, same inputs, same run:
 - no masks at all;
 - K 4096 (16 x 1024 x 1024 x 4096): four times the iterations per tile, the same tiles.
 
-Usage (GPU machine, repo root): python3 bench/bmm_probe.py
+Usage (GPU machine, repo root): python3 bench/bmm_probe.py [--no-lsr]
+(--no-lsr: LLVM's loop strength reduction off in this process, an experiment: tilec's builds only)
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def triton_kernel(text: str):
 
 
 def main() -> None:
+    if "--no-lsr" in sys.argv:
+        import llvmlite.binding as llvm
+
+        llvm.set_option("", "-disable-lsr")
     torch.manual_seed(0)
     print(f"{'variant':<22} {'Triton ms':>9} {'tilec ms':>9} {'ratio':>6}  tilec regs/spills")
     for name, text in variants().items():

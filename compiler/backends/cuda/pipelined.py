@@ -29,6 +29,30 @@ from .plan import LoopPipeline, PipeLoad
 from .swizzle import align
 
 
+def thread_coords(lay) -> list[tuple[int, ...]]:
+    """Every thread's coordinate contribution, as lower.py's thread_coord computes it (each set lane or warp
+    bit ORs its basis in), for every lane and warp of the layout."""
+    out = set()
+    for warp in range(1 << len(lay.warp)):
+        for lane in range(1 << len(lay.lane)):
+            coord = [0] * len(lay.shape)
+            for src, bases in ((lane, lay.lane), (warp, lay.warp)):
+                for i, basis in enumerate(bases):
+                    if src >> i & 1:
+                        for dim, v in enumerate(basis):
+                            coord[dim] |= v
+            out.add(tuple(coord))
+    return sorted(out)
+
+
+def _constant_delta(tile, threads: list, d: int, ref: tuple[int, int], at: tuple[int, int]) -> int | None:
+    """offset(chunk at) - offset(chunk ref) of a swizzled tile when it is the same in every thread, else None
+    (`d` the contiguous dimension; chunks as (row, column) register offsets)."""
+    deltas = {tile.offset(t[1 - d] + at[0], t[d] + at[1]) - tile.offset(t[1 - d] + ref[0], t[d] + ref[1])
+              for t in threads}  # fmt: skip
+    return deltas.pop() if len(deltas) == 1 else None
+
+
 def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
 
@@ -131,13 +155,23 @@ class PipelineLowering:
         base = bld.add(stage, _c(pl.offset))
         nbytes = pl.width * tile.ebytes
         unique = set(self.unique_regs(lay))
+        threads = thread_coords(lay)
+        made: list[tuple[int, int, ir.Value]] = []  # chunks whose swizzled offset was computed in full
         for r0 in range(0, lay.num_regs, pl.width):
             if r0 not in unique:
                 continue
             coord = lay.reg_coord(r0)
-            row = bld.add(tc[1 - d], _c(coord[1 - d]))
-            col = bld.add(tc[d], _c(coord[d]))
-            dst = bld.add(base, self.swizzled_offset(tile, row, col))
+            cr, cc = coord[1 - d], coord[d]
+            # a chunk a constant away from one computed already, in every thread (rows a swizzle period
+            # apart, or whole swizzle blocks): that one plus the constant, which ptxas folds into the
+            # address (Triton's [r + 0x800]); else the swizzle in full
+            dst = next((bld.add(ref, _c(delta)) for rr, rc, ref in made
+                        if (delta := _constant_delta(tile, threads, d, (rr, rc), (cr, cc))) is not None), None)  # fmt: skip
+            if dst is None:
+                row = bld.add(tc[1 - d], _c(cr))
+                col = bld.add(tc[d], _c(cc))
+                dst = bld.add(base, self.swizzled_offset(tile, row, col))
+                made.append((cr, cc, dst))
             size = _c(nbytes) if mask is None else bld.select(mask[r0], _c(nbytes), _c(0))
             self.cp_async(dst, ptrs[r0], nbytes, size, valid)
 
