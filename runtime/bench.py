@@ -578,15 +578,19 @@ class BenchProcess:
         self._child = standby.take(kind, self._spec[3], self.limits, self.owner)
         self._child.jobs += 1
         try:
-            self._child.send(self._spec)
+            self._child.send(self._local_spec())
         except (BrokenPipeError, OSError):  # a child started ahead that has died since: a fresh one
             self._child.kill()
             self._child = standby.spawn(kind, self._spec[3], self.limits)
-            self._child.send(self._spec)
+            self._child.send(self._local_spec())
         self._ready = False
         if self._spawned:
             self.restarts += 1
         self._spawned += 1
+
+    def _local_spec(self) -> tuple:
+        target, resolved, seed, device = self._spec
+        return target, resolved, seed, self._child.local(device)
 
     def _discard(self) -> int | None:
         """Kill the child (if alive) and forget it; its exit code."""

@@ -80,6 +80,17 @@ class Profile:
     kind: str = "cpu"
     limits: Limits = field(default_factory=Limits)
     tmpdir: str = ""
+    device: int | None = None  # cuda: the one GPU (this process's index) the child sees, as its device 0
+
+
+def one_gpu(device: int) -> str | None:
+    """CUDA_VISIBLE_DEVICES for a child that sees only this process's GPU `device` (an index, an entry of
+    this process's own list, a UUID included), or None where that list has no such entry."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return str(device)
+    entries = [e.strip() for e in given.split(",") if e.strip()]
+    return entries[device] if 0 <= device < len(entries) else None
 
 
 def clean(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -107,6 +118,12 @@ class Child:
         profile.tmpdir = self.tmpdir
         mine, theirs = socket.socketpair()
         env = {k: os.environ[k] for k in CUDA_ENV if k in os.environ} if profile.kind == "cuda" else {}
+        # a GPU child sees its own GPU only (another's memory and the driver's host memory for every GPU stay
+        # out of reach), as its device 0: `local` maps this process's index to the child's
+        visible = one_gpu(profile.device) if profile.kind == "cuda" and profile.device is not None else None
+        if visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+        self.device = profile.device if visible is not None else None
         # the parent's import path goes in the arguments (a checkout found only through PYTHONPATH, as on the
         # GPU machine, is found again without handing over the environment); this file is loaded by path, not
         # through tilec.client, whose imports start threads: namespaces need a process of one thread
@@ -136,6 +153,10 @@ class Child:
 
     def send(self, message: Any) -> None:
         self.conn.send(message)
+
+    def local(self, device: int) -> int:
+        """The child's index of this process's GPU `device` (0 where the child sees that GPU alone)."""
+        return 0 if self.device is not None and device == self.device else device
 
     def poll(self, timeout: float) -> bool:
         return self.conn.poll(timeout)

@@ -34,8 +34,8 @@ class Standby:
 
     @staticmethod
     def spawn(kind: str, device: int, limits: Limits) -> Child:
-        child = Child(ENTRY, Profile(kind=kind, limits=limits))
-        child.send(("warm", kind, device))
+        child = Child(ENTRY, Profile(kind=kind, limits=limits, device=device if kind == "cuda" else None))
+        child.send(("warm", kind, child.local(device)))
         return child
 
     def take(self, kind: str, device: int, limits: Limits, owner: Any = None) -> Child:

@@ -371,3 +371,31 @@ def test_kept_children_are_per_owner_bounded_and_least_recently_used_go_first() 
         for child in (a, b, c, d, *fresh):
             child.kill()
     assert not s.kept and _gone(b.pid)
+
+
+def test_a_gpu_bench_child_sees_its_own_gpu_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cuda child's CUDA_VISIBLE_DEVICES names only the GPU it benches (this process's index mapped through
+    this process's own list, UUIDs included), and the child calls it device 0; without a list, the index."""
+    from tilec.runtime.sandbox import one_gpu
+    from tilec.runtime.standby import Standby
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert one_gpu(3) == "3"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4, GPU-0a1b,6")
+    assert (one_gpu(0), one_gpu(1), one_gpu(2), one_gpu(3)) == ("4", "GPU-0a1b", "6", None)
+    child = Standby.spawn("cuda", 2, Limits())
+    try:
+        with open(f"/proc/{child.pid}/environ", "rb") as f:
+            env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if e)
+        assert env[b"CUDA_VISIBLE_DEVICES"] == b"6"
+        assert child.local(2) == 0 and child.local(1) == 1
+    finally:
+        child.kill()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4")
+    other = Standby.spawn("cuda", 1, Limits())  # no such entry: the list is left as it is, the index too
+    try:
+        with open(f"/proc/{other.pid}/environ", "rb") as f:
+            assert b"CUDA_VISIBLE_DEVICES=4" in f.read().split(b"\0")
+        assert other.local(1) == 1
+    finally:
+        other.kill()
