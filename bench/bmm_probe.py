@@ -7,8 +7,7 @@ that one config, same inputs, same run:
 - no masks at all;
 - K 4096 (16 x 1024 x 1024 x 4096): four times the iterations per tile, the same tiles.
 
-Usage (GPU machine, repo root): python3 bench/bmm_probe.py [--no-lsr]
-(--no-lsr: LLVM's loop strength reduction off in this process, an experiment: tilec's builds only)
+Usage (GPU machine, repo root): python3 bench/bmm_probe.py
 """
 
 from __future__ import annotations
@@ -56,10 +55,6 @@ def triton_kernel(text: str):
 
 
 def main() -> None:
-    if "--no-lsr" in sys.argv:
-        import llvmlite.binding as llvm
-
-        llvm.set_option("", "-disable-lsr")
     torch.manual_seed(0)
     print(f"{'variant':<22} {'Triton ms':>9} {'tilec ms':>9} {'ratio':>6}  tilec regs/spills")
     for name, text in variants().items():
@@ -72,7 +67,7 @@ def main() -> None:
         for side, kern in (("triton", triton_kernel(text)), ("tilec", til)):
             c = torch.empty(bt, s, s, device="cuda", dtype=torch.float16)
 
-            def call(kern=kern, c=c) -> None:
+            def call(kern=kern, c=c, a=a, b=b, grid=grid, s=s, k=k) -> None:
                 kern[grid](a, b, c, s, s, k, *a.stride(), *b.stride(), *c.stride(), **CONFIG, **OPTS)
 
             call()
