@@ -83,6 +83,16 @@ class Profile:
     device: int | None = None  # cuda: the one GPU (this process's index) the child sees, as its device 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds (user and system, all threads) a live process has used, from /proc; inf when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+    except (OSError, IndexError, ValueError):
+        return math.inf
+
+
 def one_gpu(device: int) -> str | None:
     """CUDA_VISIBLE_DEVICES for a child that sees only this process's GPU `device` (an index, an entry of
     this process's own list, a UUID included), or None where that list has no such entry."""

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import asdict
 from typing import Any
 
-from .sandbox import Child, Limits, Profile
+from .sandbox import Child, Limits, Profile, cpu_seconds
 
 ENTRY = "tilec.runtime.bench:sandboxed_bench"
 
@@ -64,11 +64,15 @@ class Standby:
 
     def keep(self, child: Child, kind: str, device: int, limits: Limits, owner: Any) -> bool:
         """Keep a child that has been reset after its job for `owner`'s next job; False (the caller kills
-        it) when keeping is off, the child has served its share, or the owner has one kept already."""
+        it) when keeping is off, the child has served its share (jobs, or half the CPU seconds of its life:
+        past the rest its limit would kill it in a later job's timing, failing a trial that did nothing
+        wrong), or the owner has one kept already."""
+        if child.jobs >= self.keep_uses or cpu_seconds(child.pid) * 2 > limits.life_cpu_s:
+            return False
         dropped: list[Child] = []
         with self.lock:
             slot = (self.key(kind, device, limits), owner)
-            if self.keep_max <= 0 or child.jobs >= self.keep_uses or slot in self.kept:
+            if self.keep_max <= 0 or slot in self.kept:
                 return False
             self.kept[slot] = child
             while len(self.kept) > self.keep_max:

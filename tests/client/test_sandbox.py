@@ -343,6 +343,7 @@ def test_kept_children_are_per_owner_bounded_and_least_recently_used_go_first() 
     """runtime/standby.py's keep (a GPU bench child kept for its owner's next job; its GPU side is in
     tests/cuda/test_bench_keep.py): one child an owner, at most keep_max in all, the oldest ended first; a child
     that has served keep_uses jobs, or one that died, is not handed out; a CPU bench is never kept."""
+    from tilec.runtime.sandbox import cpu_seconds
     from tilec.runtime.standby import Standby
 
     s, limits = Standby(), Limits()
@@ -363,6 +364,12 @@ def test_kept_children_are_per_owner_bounded_and_least_recently_used_go_first() 
         assert fresh[-1] is not c, "a kept child that died is not handed out"
         d.jobs = s.keep_uses
         assert not s.keep(d, "cuda", 0, limits, "dave"), "a child that has served its share is not kept"
+        d.jobs = 0
+        deadline = time.monotonic() + 10
+        while cpu_seconds(d.pid) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cpu_seconds(d.pid) > 0, "its start (imports) took CPU time"
+        assert not s.keep(d, "cuda", 0, Limits(life_cpu_s=0), "dave"), "nor one past half its life's CPU"
         bench = BenchProcess("cpu", _add_launch(1024), owner="alice")
         assert bench.owner is None, "a CPU bench is never kept"
         bench.close()
