@@ -7,7 +7,8 @@ that one config, same inputs, same run:
 - no masks at all;
 - K 4096 (16 x 1024 x 1024 x 4096): four times the iterations per tile, the same tiles.
 
-Usage (GPU machine, repo root): python3 bench/bmm_probe.py
+Usage (GPU machine, repo root): python3 bench/bmm_probe.py [--once] [--variant NAME]
+(--once: each side launched once per variant, untimed, for a profiler: `bash bench/gpu_run.sh ncu_bmm`)
 """
 
 from __future__ import annotations
@@ -55,9 +56,13 @@ def triton_kernel(text: str):
 
 
 def main() -> None:
+    once = "--once" in sys.argv
+    only = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else None
     torch.manual_seed(0)
     print(f"{'variant':<22} {'Triton ms':>9} {'tilec ms':>9} {'ratio':>6}  tilec regs/spills")
     for name, text in variants().items():
+        if only is not None and name != only:
+            continue
         bt, s, k = 16, 1024, 4096 if "4096" in name else 1024
         a = torch.randn(bt, s, k, device="cuda", dtype=torch.float16)
         b = torch.randn(bt, k, s, device="cuda", dtype=torch.float16)
@@ -73,7 +78,8 @@ def main() -> None:
             call()
             torch.cuda.synchronize()
             outs[side] = c
-            times[side] = triton.testing.do_bench(call, warmup=25, rep=200, return_mode="median")
+            times[side] = (float("nan") if once
+                           else triton.testing.do_bench(call, warmup=25, rep=200, return_mode="median"))  # fmt: skip
         same = torch.equal(outs["triton"], outs["tilec"])
         art = next(reversed(til.cache.values()))
         regs = f"{art.metadata.get('registers')}/{art.metadata.get('spill_stores')}"

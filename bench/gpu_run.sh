@@ -93,6 +93,18 @@ if [ "$stage" = recheck ]; then
   [ "$(left)" -gt 90 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) --json "$OUT/speed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/speed.log" | tail -40
 fi
+if [ "$stage" = ncu_bmm ]; then
+  # issue 24's batched matmul under Nsight Compute: one launch of each side at Triton's config (bench/bmm_probe.py
+  # --once), where its issue slots and stalls go; then the one-GPU child's tests with every GPU visible (the
+  # 2 GiB launch that failed on a 4-GPU host before the child saw its own GPU alone)
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  timeout 300 "$NCU" --kernel-name regex:bmm_kernel --section SpeedOfLight --section SchedulerStats \
+    --section WarpStateStats --section InstructionStats --section LaunchStats --section Occupancy \
+    python3 bench/bmm_probe.py --once --variant "${BMM_VARIANT:-as written}" > "$OUT/ncu_bmm.log" 2>&1
+  echo "ncu exit $?"; grep -v -i warn "$OUT/ncu_bmm.log" | tail -120
+  (unset CUDA_VISIBLE_DEVICES; timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+    tests/cuda/test_sandbox_cuda.py tests/cuda/test_bench_keep.py 2>&1 | tee "$OUT/one_gpu_tests.log" | tail -8)
+fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker
   # per GPU from the carried wheels; scaling rounds, faults, the launching client), then issue 27's zero_jit with
