@@ -36,6 +36,16 @@ class Layout:
                 c = [x + y for x, y in zip(c, basis, strict=False)]
         return tuple(c)
 
+    def thread_coord(self, lane: int, warp: int = 0) -> tuple[int, ...]:
+        """The coordinate a thread's lane and warp bits contribute: each set bit ORs its basis in, as the
+        lowering's thread_coord computes it in the kernel (lower.py)."""
+        c = [0] * len(self.shape)
+        for src, bases in ((lane, self.lane), (warp, self.warp)):
+            for i, basis in enumerate(bases):
+                if src >> i & 1:
+                    c = [x | y for x, y in zip(c, basis, strict=True)]
+        return tuple(c)
+
     def without_dim(self, axis: int) -> Layout:
         """The layout of a tile with `axis` removed; bases along it become replication (zero)."""
 

@@ -421,13 +421,7 @@ def wavefronts(lay: Layout, strides: list[int], nbytes: int, run: int) -> int:
     many wavefronts as the most distinct 4-byte words any one bank holds; lanes on the same word share it."""
     width = run * nbytes
     lanes_per = 32 if width <= 4 else 128 // width
-    lane_off = []
-    for lane in range(32):
-        c = [0] * len(lay.shape)
-        for i, basis in enumerate(lay.lane):
-            if lane >> i & 1:
-                c = [x | y for x, y in zip(c, basis, strict=True)]
-        lane_off.append(sum(x * s for x, s in zip(c, strides, strict=True)))
+    lane_off = [sum(x * s for x, s in zip(lay.thread_coord(lane), strides, strict=True)) for lane in range(32)]
     zero = sum(1 << i for i, bs in enumerate(lay.reg) if not any(bs))
     total = 0
     for r in range(0, lay.num_regs, run):

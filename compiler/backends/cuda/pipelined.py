@@ -30,19 +30,8 @@ from .swizzle import align
 
 
 def thread_coords(lay) -> list[tuple[int, ...]]:
-    """Every thread's coordinate contribution, as lower.py's thread_coord computes it (each set lane or warp
-    bit ORs its basis in), for every lane and warp of the layout."""
-    out = set()
-    for warp in range(1 << len(lay.warp)):
-        for lane in range(1 << len(lay.lane)):
-            coord = [0] * len(lay.shape)
-            for src, bases in ((lane, lay.lane), (warp, lay.warp)):
-                for i, basis in enumerate(bases):
-                    if src >> i & 1:
-                        for dim, v in enumerate(basis):
-                            coord[dim] |= v
-            out.add(tuple(coord))
-    return sorted(out)
+    """Every thread's coordinate contribution (Layout.thread_coord), over every lane and warp of the layout."""
+    return sorted({lay.thread_coord(lane, warp) for warp in range(1 << len(lay.warp)) for lane in range(1 << len(lay.lane))})
 
 
 def _constant_delta(tile, threads: list, d: int, ref: tuple[int, int], at: tuple[int, int]) -> int | None:
