@@ -10,9 +10,7 @@ import os
 import platform
 import signal
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from tilec.compiler.artifact import Artifact, parse_target
@@ -21,7 +19,7 @@ from tilec.compiler.tune.launch import ResolvedLaunch, host_arrays
 from tilec.compiler.tune.stats import Timing, adaptive
 
 from .errors import KernelAssertionError, LaunchError, TilecError
-from .sandbox import Child, Limits, clean, per_call
+from .sandbox import Child, Limits, clean
 from .standby import standby
 
 FAULT_KINDS = ("fault", "crash", "timeout", "launch")
@@ -402,113 +400,7 @@ def make_bench(
     return CudaBench(resolved, seed, device)
 
 
-# ---- the bench process --------------------------------------------------------------------------------
-
-
-def _timing_data(value: Any) -> Any:
-    return asdict(value) if isinstance(value, Timing) else value
-
-
-def sandboxed_bench(conn, profile: Any, lockdown: Callable[[], dict]) -> None:
-    """The bench process (runtime/sandbox.py: a fresh exec, limits and namespaces already applied): takes
-    its spec from the parent, imports and makes its bench (arrays once), locks itself down, then answers
-    each request with JSON: {"ok": value} or {"fault": kind, "message": text}. A stranger's code runs only
-    after the lockdown."""
-    import json
-
-    def reply(data: dict) -> None:
-        conn.send_bytes(json.dumps(data).encode())
-
-    try:
-        first = conn.recv()
-        if first[0] == "warm":  # a standby child: the imports and the device's context now, the launch later
-            _warm(first[1], first[2])
-            first = conn.recv()
-        target, resolved, seed, device = first
-        if target == "cpu":
-            from . import cpu as _runtime_cpu
-
-            _runtime_cpu.prepare()  # LLVM, libm and the JIT's pieces loaded before the filesystem goes away
-        bench = make_bench(target, resolved, seed, device=device)
-    except TrialFault as exc:
-        reply({"fault": exc.kind, "message": f"the bench cannot start: {exc.message}"})
-        return
-    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it as a TrialFault
-        reply({"fault": "crash", "message": f"the bench cannot start: {type(exc).__name__}: {exc}"})
-        return
-    layers = lockdown()
-    reply({"ok": layers})
-    while bench is not None:
-        bench = _serve(conn, profile, bench, reply, layers)
-
-
-def _serve(conn, profile: Any, bench: Any, reply: Callable[[dict], None], layers: dict) -> Any:
-    """One launch's requests; after a "reset" (the parent keeps this child for its owner's next job: a GPU
-    bench only, its context healthy) the next launch's bench, made under the lockdown already in place, else
-    None (the child ends)."""
-    while True:
-        try:
-            op, *rest = conn.recv()
-        except (EOFError, OSError):
-            return None
-        if op == "close":
-            return None
-        per_call(profile.limits)
-        if op == "reset":
-            try:
-                bench.release()  # the launch's buffers, module and events freed; raises if the context died
-            except Exception as exc:  # noqa: BLE001 - the parent kills a child that cannot be reset
-                reply({"fault": "crash", "message": f"the bench cannot be reset: {type(exc).__name__}: {exc}"})
-                return None
-            reply({"ok": True})
-            try:
-                spec = conn.recv()
-                if spec[0] == "close":  # the parent did not keep it after all
-                    return None
-                target, resolved, seed, device = spec
-                if not target.startswith("cuda"):
-                    raise TrialFault("launch", "a kept bench serves GPU launches only")
-                bench = make_bench(target, resolved, seed, device=device)
-            except (EOFError, OSError):
-                return None
-            except TrialFault as exc:
-                reply({"fault": exc.kind, "message": f"the bench cannot start: {exc.message}"})
-                return None
-            except Exception as exc:  # noqa: BLE001
-                reply({"fault": "crash", "message": f"the bench cannot start: {type(exc).__name__}: {exc}"})
-                return None
-            reply({"ok": layers})
-            continue
-        try:
-            value = bench.time(rest[0], rest[1], **rest[2]) if op == "time" else bench.device_info()
-        except TrialFault as exc:
-            reply({"fault": exc.kind, "message": exc.message})
-            continue
-        except Exception as exc:  # noqa: BLE001 - any other error fails the trial; the process is replaced
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            reply(
-                {"fault": "crash", "message": f"{type(exc).__name__}: {exc} (at {where.name}:{where.lineno})"}
-            )
-            continue
-        reply({"ok": _timing_data(value)})
-
-
-def _warm(kind: str, device: int) -> None:
-    """What every bench of `kind` needs before its launch is known: the runtime's imports and, on a GPU, the
-    device's primary context (the slowest part of a start). An error here is left to the real start to raise."""
-    try:
-        import numpy  # noqa: F401 - host_arrays' inputs
-
-        if kind == "cpu":
-            from . import cpu as _runtime_cpu
-
-            _runtime_cpu.prepare()
-        else:
-            from . import cuda as rt
-
-            rt._context(device)
-    except Exception:  # noqa: BLE001 - the start that follows reports it as the bench's
-        pass
+# ---- the bench process (the parent's side; the child's is runtime/bench_child.py) ---------------------------
 
 
 def _exit_reason(code: int | None) -> str:

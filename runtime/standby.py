@@ -1,5 +1,5 @@
 """Bench children started ahead of need (a tune worker's setting): each has done its imports and made its GPU
-context (runtime/bench.py `_warm`, in the child) while the jobs before ran, and waits for a launch. A child
+context (runtime/bench_child.py `_warm`, in the child) while the jobs before ran, and waits for a launch. A child
 still serves one BenchProcess only, one job's kernels, as without them: it is only started earlier."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from .sandbox import Child, Limits, Profile, cpu_seconds
 
-ENTRY = "tilec.runtime.bench:sandboxed_bench"
+ENTRY = "tilec.runtime.bench_child:sandboxed_bench"
 
 
 class Standby:
