@@ -8,7 +8,8 @@ that one config, same inputs, same run:
 - K 4096 (16 x 1024 x 1024 x 4096): four times the iterations per tile, the same tiles.
 
 Usage (GPU machine, repo root): python3 bench/bmm_probe.py [--once] [--variant NAME]
-(--once: each side launched once per variant, untimed, for a profiler: `bash bench/gpu_run.sh ncu_bmm`)
+(--once: each side launched once per variant, untimed, for a profiler: `bash bench/gpu_run.sh ncu_bmm`;
+--dump DIR: both sides' PTX and cubin of each variant written there, for nvdisasm on another machine)
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def triton_kernel(text: str):
 def main() -> None:
     once = "--once" in sys.argv
     only = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else None
+    dump = Path(sys.argv[sys.argv.index("--dump") + 1]) if "--dump" in sys.argv else None
     torch.manual_seed(0)
     print(f"{'variant':<22} {'Triton ms':>9} {'tilec ms':>9} {'ratio':>6}  tilec regs/spills")
     for name, text in variants().items():
@@ -72,10 +74,20 @@ def main() -> None:
         for side, kern in (("triton", triton_kernel(text)), ("tilec", til)):
             c = torch.empty(bt, s, s, device="cuda", dtype=torch.float16)
 
-            def call(kern=kern, c=c, a=a, b=b, grid=grid, s=s, k=k) -> None:
-                kern[grid](a, b, c, s, s, k, *a.stride(), *b.stride(), *c.stride(), **CONFIG, **OPTS)
+            def call(kern=kern, c=c, a=a, b=b, grid=grid, s=s, k=k):
+                return kern[grid](a, b, c, s, s, k, *a.stride(), *b.stride(), *c.stride(), **CONFIG, **OPTS)
 
-            call()
+            ret = call()
+            if dump is not None:
+                tag = re.sub(r"\W+", "_", name).strip("_")
+                dump.mkdir(parents=True, exist_ok=True)
+                if side == "triton":
+                    (dump / f"{tag}.triton.ptx").write_text(ret.asm["ptx"])
+                    (dump / f"{tag}.triton.cubin").write_bytes(ret.asm["cubin"])
+                else:
+                    art = next(reversed(til.cache.values()))
+                    (dump / f"{tag}.tilec.ptx").write_text(art.ptx)
+                    (dump / f"{tag}.tilec.cubin").write_bytes(art.binary)
             torch.cuda.synchronize()
             outs[side] = c
             times[side] = (float("nan") if once

@@ -100,10 +100,25 @@ if [ "$stage" = ncu_bmm ]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   timeout 300 "$NCU" --kernel-name regex:bmm_kernel --section SpeedOfLight --section SchedulerStats \
     --section WarpStateStats --section InstructionStats --section LaunchStats --section Occupancy \
-    python3 bench/bmm_probe.py --once --variant "${BMM_VARIANT:-as written}" > "$OUT/ncu_bmm.log" 2>&1
+    python3 bench/bmm_probe.py --once --variant "${BMM_VARIANT:-as written}" --dump "$OUT/bmm_asm" > "$OUT/ncu_bmm.log" 2>&1
   echo "ncu exit $?"; grep -v -i warn "$OUT/ncu_bmm.log" | tail -120
+  timeout 120 python3 bench/bmm_probe.py --dump "$OUT/bmm_asm" 2>&1 | grep -v -i warn | tee "$OUT/bmm_probe.log"
   (unset CUDA_VISIBLE_DEVICES; timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_sandbox_cuda.py tests/cuda/test_bench_keep.py 2>&1 | tee "$OUT/one_gpu_tests.log" | tail -8)
+fi
+if [ "$stage" = bmm ]; then
+  # issue 24's batched matmul after a change to the pipelined loop's addressing or the wgmma descriptors: the probe's
+  # variants timed against Triton (and their PTX and cubins), then the GPU tests of every dot, pipeline, TMA and
+  # attention path; SPEED=1 adds the speed table in the time left
+  t0=$(date +%s); left() { echo $(( ${BMM_BUDGET:-540} - ($(date +%s) - t0) )); }
+  timeout 120 python3 bench/bmm_probe.py --dump "$OUT/bmm_asm" 2>&1 | grep -v -i warn | tee "$OUT/bmm_probe.log"
+  timeout 240 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+    tests/cuda/test_gpu_dot_types.py tests/cuda/test_tma.py tests/cuda/test_attention.py tests/cuda/test_wgmma.py \
+    tests/cuda/test_pipeline.py tests/cuda/test_mma.py 2>&1 | tee "$OUT/bmm_tests.log" | tail -8
+  if [ "${SPEED:-}" = 1 ] && [ "$(left)" -gt 120 ]; then
+    timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) --json "$OUT/speed.json" 2>&1 \
+      | grep -v -i warn | tee "$OUT/speed.log" | tail -40
+  fi
 fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker

@@ -42,6 +42,9 @@ def _constant_delta(tile, threads: list, d: int, ref: tuple[int, int], at: tuple
     return deltas.pop() if len(deltas) == 1 else None
 
 
+I64 = ir.IntType(64)
+
+
 def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
 
@@ -190,6 +193,38 @@ class PipelineLowering:
             for a, lay in natural.items():
                 self.plan.natural[a] = lay
 
+    @staticmethod
+    def _uniform_advance(pipe: LoopPipeline, j: int) -> tuple[int, int] | None:
+        """For carried address tile `j` (a body argument index) that every iteration advances by one
+        constant for all its elements (`addptr arg, c`, the tutorials' `a_ptrs += BLOCK_K * stride_ak` with
+        a unit stride): (c, its pointee's bytes); else None. A step known only at run time is left to LLVM,
+        which already shares one induction variable among the tile's pointers there (and hiding it cost
+        flash attention registers)."""
+        body = pipe.loop.regions[0].block
+        y = body.terminator.operands[j - 1].owner
+        if not isinstance(y, Operation) or y.name != "addptr" or y.operands[0] is not body.args[j]:
+            return None
+        v = y.operands[1]
+        while isinstance(v.owner, Operation) and v.owner.name in ("broadcast", "expand_dims"):
+            v = v.owner.operands[0]
+        o = v.owner if isinstance(v.owner, Operation) else None
+        if o is None or o.name != "constant" or not isinstance(o.attrs.get("value"), int):
+            return None
+        return o.attrs["value"], max(8, elem_type(body.args[j].type).pointee.bits) // 8  # i1 is a byte in memory
+
+    def _advanced(self, regs: list, d) -> list:
+        """Each pointer of `regs` plus byte offset `d` (i64)."""
+        return [self.b.gep(r, [d], source_etype=ops.I8) for r in regs]
+
+    def _opaque_step(self, d, adv):
+        """d + the advance's bytes, through an identity asm. Seen through, LLVM's loop strength reduction
+        turns `base + d` back into one induction variable per pointer, each advanced every iteration and
+        each copy's address rebuilt from it (the batched matmul's loop: 199 SASS instructions, 178 with
+        this; Triton's 165); hidden, ptxas keeps one running offset and a base per copy, as Triton's."""
+        step = ir.Constant(I64, adv[0] * adv[1])
+        fnty = ir.FunctionType(I64, [I64])
+        return self.b.call(ir.InlineAsm(fnty, "mov.b64 $0, $1;", "=l,l"), [self.b.add(d, step)])
+
     def pipelined_for(self, op: Operation, pipe: LoopPipeline) -> None:  # noqa: PLR0915 - one loop, in order
         lb, ub, step = (self.scalar(v) for v in op.operands[:3])
         body = op.regions[0].block
@@ -214,14 +249,20 @@ class PipelineLowering:
                 state = self._step(pipe, outer, state, _c(s), ub, step, signed, ring_base)
                 self.cp_commit()
             n = len(init)
-            first = [lb, *init, _c(0), state[0], *(x for regs in state[1] for x in regs)]  # iv, carried, slot, issue state
+            # an address tile every iteration advances uniformly is its entry registers plus one carried
+            # byte offset; any other, its registers
+            advs = [self._uniform_advance(pipe, j) for j in pipe.address_args]
+            carried = [[ir.Constant(I64, 0)] if adv is not None else regs for adv, regs in zip(advs, state[1], strict=True)]
+            first = [lb, *init, _c(0), state[0], *(x for regs in carried for x in regs)]  # iv, carried, slot, issue state
             heads, header, loop, exit_ = self.enter_loop(("pfor.header", "pfor.body", "pfor.exit"), first)
             iv, phis, slot, f_iv = heads[0], heads[1 : n + 1], heads[n + 1], heads[n + 2]
             rest = iter(heads[n + 3 :])
-            f_addr = [[next(rest) for _ in regs] for regs in state[1]]
+            f_phis = [[next(rest) for _ in regs] for regs in carried]
             cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
             self.b.cbranch(cmp("<", iv, ub), loop, exit_)
             self.b.position_at_end(loop)
+            f_addr = [self._advanced(entry, ps[0]) if adv is not None else ps
+                      for adv, entry, ps in zip(advs, state[1], f_phis, strict=True)]  # fmt: skip
             self.scopes.append({})
             self._unflat([iv, *phis], body.args, [None, *lays])
             self.cp_wait(pipe.ahead - 1)
@@ -262,8 +303,8 @@ class PipelineLowering:
             back = [(iv, self.b.add(iv, step)), *zip(phis, nxt, strict=True)]
             back.append((slot, self.b.select(self.b.icmp_unsigned("==", slot, last), _c(0), self.b.add(slot, _c(1)))))
             back.append((f_iv, nxt_state[0]))
-            for ps, regs in zip(f_addr, nxt_state[1], strict=True):
-                back.extend(zip(ps, regs, strict=True))
+            for adv, ps, regs in zip(advs, f_phis, nxt_state[1], strict=True):
+                back.extend([(ps[0], self._opaque_step(ps[0], adv))] if adv is not None else zip(ps, regs, strict=True))
             self.close_loop(header, exit_, back)
             self.cp_wait(0)
             self.tma_done(pipe)

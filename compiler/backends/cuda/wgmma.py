@@ -34,6 +34,12 @@ def _c(x: int) -> ir.Constant:
     return ir.Constant(ops.I32, x)
 
 
+def _desc_plus(bld, desc, offset: int):
+    """The descriptor of the sub-tile `offset` bytes (a multiple of 16) past `desc`'s start."""
+    assert offset % 16 == 0, offset
+    return bld.add(desc, ir.Constant(I64, offset >> 4)) if offset else desc
+
+
 def staged_tile(spec: WgmmaSpec, v, index: int) -> tuple[SwizzledTile, int]:
     """The swizzled tile that dot operand `index` (`v`) is staged into from registers, and the operand
     dimension stored contiguously: A K-major (rows M); B N-major (rows K), or K-major (rows N) where
@@ -86,17 +92,20 @@ class WgmmaLowering:
             a_base, a_tile, a_mn = tiles[0]
             a_desc = ir.Constant(I64, a_tile.descriptor(a_mn))
             a_wg = bld.add(a_base, self._wg_start(a_tile, a_mn, pb.mul(wg_m, _c(64 * spec.mrep))))
+        # one descriptor per operand from its (16-byte aligned) start; a sub-tile's is that plus its static
+        # offset in 16-byte units, as the start field (bits 0-13, shared addresses under 256 KiB) cannot carry
+        b_desc = bld.add(b_desc, bld.zext(bld.lshr(b_wg, _c(4)), I64))
+        if a_regs is None:
+            a_desc = bld.add(a_desc, bld.zext(bld.lshr(a_wg, _c(4)), I64))
         self.wgmma_fence()
         per = len(acc) // spec.mrep  # accumulator registers per m64 tile
         for ks in range(k // spec.k):
-            b_off = bld.add(b_wg, _c(self._static_start(b_tile, b_mn, 0, ks * spec.k)))
-            bd = bld.add(b_desc, bld.zext(bld.lshr(b_off, _c(4)), I64))
+            bd = _desc_plus(bld, b_desc, self._static_start(b_tile, b_mn, 0, ks * spec.k))
             for mi in range(spec.mrep):
                 if a_regs is not None:  # m64 tile mi, K step ks: 4 words, in register order
                     a = a_regs[mi * k // 4 + 4 * ks : mi * k // 4 + 4 * ks + 4]
                 else:
-                    a_off = bld.add(a_wg, _c(self._static_start(a_tile, a_mn, mi * 64, ks * spec.k)))
-                    a = bld.add(a_desc, bld.zext(bld.lshr(a_off, _c(4)), I64))
+                    a = _desc_plus(bld, a_desc, self._static_start(a_tile, a_mn, mi * 64, ks * spec.k))
                 acc[mi * per : (mi + 1) * per] = self.wgmma(spec, a, bd, acc[mi * per : (mi + 1) * per],
                                                             a_regs is None and a_mn, b_mn)  # fmt: skip
         self.wgmma_commit()
