@@ -63,6 +63,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.shm = SharedMemory(self.barrier)  # shared memory: reservations, scratch base, epochs, barriers
         self.arg_kinds: list[str] = []
         self._thread_coords: dict[Layout, list] = {}
+        self._axis: dict | None = None  # axis analysis of the kernel, on first use (_equal_run)
 
     # The hand-kept shared-memory state that self.shm replaced: reading or setting these names fails at once,
     # so code written against them cannot leave a barrier out silently.
@@ -273,7 +274,29 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         if name == "reshape":
             return self.lazy_reshape(op, lay)
         args = [self.get(v, lay) if isinstance(v.type, TileType) else [self.scalar(v)] * n for v in op.operands]
-        return [self.elementwise(op, [a[r] for a in args]) for r in range(n)]
+        run = self._equal_run(op, lay)  # a run of registers axis analysis proves equal: its first, repeated
+        out = []
+        for r in range(0, n, run):
+            out += [self.elementwise(op, [a[r] for a in args])] * run
+        return out
+
+    def _equal_run(self, op: Operation, lay: Layout) -> int:
+        """How many consecutive registers of `op`'s result in `lay` hold one value (Triton's constancy: e.g.
+        `cols < N` over a thread's 4 contiguous columns when N is a multiple of 4), so the op is computed once
+        for each such run: the first register dimension's run, as a power of two, where every other basis
+        moves along that dimension by whole runs only."""
+        if self._axis is None:
+            from ...passes.axis_analysis import axis_analysis
+
+            self._axis = axis_analysis(self.src)
+        info = self._axis.get(op.results[0]) if op.results else None
+        if info is None or not lay.reg or not any(lay.reg[0]):
+            return 1
+        dim = next(i for i, x in enumerate(lay.reg[0]) if x)
+        run = min(lay.contiguous_vec(dim), 1 << (info.constancy[dim].bit_length() - 1))
+        while run > 1 and any(b[dim] % run for b in (*lay.reg[log2(run) :], *lay.lane, *lay.warp)):
+            run //= 2
+        return run
 
     def lazy_operands(self, op: Operation, lay: Layout) -> list[tuple[Value, Layout]]:
         """The tiles (and their layouts) that lazy op `op` reads to compute its result in `lay`."""

@@ -116,9 +116,36 @@ def ptx(llir_text: str, meta: dict) -> str:
     return nvptx.emit_ptx(mod, arch, opts.opt_level)
 
 
+# ptxas's own weighing of registers against resident blocks can go far wrong on a kernel of many live values:
+# a [64, 1024] fp32 row scan (bench/speed.py's cumsum) holds 256 values a thread, and ptxas, left to itself,
+# takes 32 registers and spills 8,700 bytes a thread (Triton's build of it: 7,892), where `.minnctapersm 1`
+# gives 255 registers and 1,028 bytes. Past this many spilled bytes under its own choice of fewer than 255
+# registers, the kernel is assembled again with `.minnctapersm 1`, and that build is kept where it spills at
+# most half as much (the PTX the artifact keeps says so).
+SPILL_RETRY_BYTES = 512
+
+
+def _one_block_per_sm(ptx_text: str) -> str | None:
+    """The PTX with `.minnctapersm 1` after its entry's thread-count directive; None where it states one."""
+    if ".minnctapersm" in ptx_text or ".maxnreg" in ptx_text:
+        return None
+    text, n = re.subn(r"^(\.(?:maxntid|reqntid) [^\n]*)$", r"\1\n.minnctapersm 1", ptx_text, count=1, flags=re.MULTILINE)
+    return text if n else None
+
+
 def cubin(ptx_text: str, meta: dict) -> bytes:
-    binary, log = nvptx.ptx_to_cubin(ptx_text, _arch(meta), meta["options"].opt_level)
-    meta.update(nvptx.resource_usage(log))
+    arch, level = _arch(meta), meta["options"].opt_level
+    binary, log = nvptx.ptx_to_cubin(ptx_text, arch, level)
+    usage = nvptx.resource_usage(log)
+    spilled = usage.get("spill_stores", 0)
+    if (meta["options"].cuda.leave_occupancy_to_ptxas and spilled >= SPILL_RETRY_BYTES
+            and usage.get("registers", 255) < 255 and (text := _one_block_per_sm(ptx_text)) is not None):  # fmt: skip
+        again, again_log = nvptx.ptx_to_cubin(text, arch, level)
+        again_usage = nvptx.resource_usage(again_log)
+        if again_usage.get("spill_stores", 0) <= spilled // 2:
+            meta["occupancy_retry"] = {"registers": usage.get("registers"), "spill_stores": spilled}
+            binary, log, usage, meta["ptx_final"] = again, again_log, again_usage, text
+    meta.update(usage)
     # without ptxas's "Compile time = ... ms" lines: the launch metadata is signed with the build, and two
     # builds of one key must give the same bytes (tests/test_build_determinism.py)
     meta["assembler_log"] = re.sub(r"^.*Compile time = .*(\n|$)", "", log, flags=re.MULTILINE)
