@@ -4,8 +4,13 @@ imported), is checked against torch's own op on the same inputs, then timed with
 (median; the first call, which compiles and autotunes, is left out). Under tilec the run is strict: a kernel
 tilec could not take fails its row instead of timing Triton's build.
 
+With --graph each op is timed inside a CUDA graph (triton.testing.do_bench_cudagraph: the calls are captured
+once and replayed), which takes the host's launch path out of both sides' figures: kernels against kernels.
+Without it the figures include each side's launch path (FlagGems' own Python wrappers, then Triton's or
+tilec's launch), which for small ops is most of the time.
+
 Usage (GPU machine, repo root, FlagGems' src on PYTHONPATH):
-    python3 bench/flaggems_ops.py [--json OUT] [--only softmax,mm]
+    python3 bench/flaggems_ops.py [--graph] [--json OUT] [--only softmax,mm]
 Prints: op, Triton ms, tilec ms, ratio (Triton ms / tilec ms), then the geometric mean and the worst ratio.
 """
 
@@ -52,7 +57,7 @@ def cases(torch):
     }
 
 
-def child(mode: str, only: set[str]) -> None:
+def child(mode: str, only: set[str], graph: bool) -> None:
     """Run every op in this process's mode; one JSON line per op on stdout."""
     if mode == "tilec":
         import tilec
@@ -81,7 +86,9 @@ def child(mode: str, only: set[str]) -> None:
                 scale = want.double().abs().max().item() or 1.0
                 row["ok"] = bool(err <= tol * max(scale, 1.0)) and not math.isnan(err)
                 row["err"] = err
-                row["ms"] = triton.testing.do_bench(lambda c=call, a=args: c(*a), warmup=50, rep=200, return_mode="median")
+                fn = lambda c=call, a=args: c(*a)  # noqa: E731
+                row["ms"] = (triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") if graph
+                             else triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median"))  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - the row records why
             row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         print(json.dumps(row), flush=True)
@@ -91,11 +98,11 @@ def child(mode: str, only: set[str]) -> None:
         print(json.dumps({"stats": {k: v for k, v in tilec.stats().items() if k != "reasons"}}), flush=True)
 
 
-def run_mode(mode: str, only: str, timeout: int) -> dict[str, dict]:
+def run_mode(mode: str, only: str, timeout: int, graph: bool) -> dict[str, dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("TILEC_TRITON", None)
-    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only], env=env, capture_output=True,
-                       text=True, timeout=timeout)  # fmt: skip
+    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only, *(["--graph"] if graph else [])],
+                       env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
     rows = {}
     for line in p.stdout.splitlines():
         if line.startswith("{"):
@@ -112,13 +119,15 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--timeout", type=int, default=400)
+    ap.add_argument("--graph", action="store_true", help="time inside a CUDA graph (kernels, not launch paths)")
     args = ap.parse_args()
     only = {o for o in args.only.split(",") if o}
     if args.child:
-        child(args.child, only)
+        child(args.child, only, args.graph)
         return
-    triton_rows = run_mode("triton", args.only, args.timeout)
-    tilec_rows = run_mode("tilec", args.only, args.timeout)
+    triton_rows = run_mode("triton", args.only, args.timeout, args.graph)
+    tilec_rows = run_mode("tilec", args.only, args.timeout, args.graph)
+    print("timed in CUDA graphs (kernels only)" if args.graph else "timed with launches (host path included)")
     print(f"{'op':16s} {'triton ms':>10s} {'tilec ms':>10s} {'ratio':>7s}  check")
     ratios = []
     for name, t in triton_rows.items():

@@ -120,6 +120,21 @@ if [ "$stage" = bmm ]; then
       | grep -v -i warn | tee "$OUT/speed.log" | tail -40
   fi
 fi
+if [ "$stage" = speed_all ]; then
+  # issue 24 in one call: the GPU tests of the paths a change to elementwise lowering, pipelined addressing or
+  # the assembler's retry touches; FlagGems' ops timed in CUDA graphs (kernels against kernels; carry
+  # .wt/flaggems); then the speed table (launch overhead and torch.compile models included) in the time left
+  t0=$(date +%s); left() { echo $(( ${SPEED_ALL_BUDGET:-560} - ($(date +%s) - t0) )); }
+  timeout 150 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu_every_op.py \
+    tests/cuda/test_scan_parallel.py tests/cuda/test_sort_gather.py tests/cuda/test_division_gpu.py tests/cuda/test_launch_gpu.py \
+    2>&1 | tee "$OUT/speed_all_tests.log" | tail -6
+  if [ -d .wt/flaggems/src ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout 170 python3 bench/flaggems_ops.py --graph --timeout 80 2>&1 \
+      | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -24
+  fi
+  [ "$(left)" -gt 120 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 45 )) --json "$OUT/speed.json" 2>&1 \
+    | grep -v -i warn | tee "$OUT/speed.log" | tail -40
+fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker
   # per GPU from the carried wheels; scaling rounds, faults, the launching client), then issue 27's zero_jit with
