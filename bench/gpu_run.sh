@@ -135,6 +135,15 @@ if [ "$stage" = speed_all ]; then
   [ "$(left)" -gt 120 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 45 )) --json "$OUT/speed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/speed.log" | tail -40
 fi
+if [ "$stage" = tutorial_timings ]; then
+  # Triton's tutorials as published (carry .wt/tutorials), each run under Triton and under the drop-in with its own
+  # perf_report benchmarks timed (bench/tutorial_timings.py: the triton providers, every STRIDE-th x value); the
+  # GPU tests of tests/cuda/test_loop_costs.py first
+  timeout 90 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_loop_costs.py \
+    2>&1 | tee "$OUT/loop_costs_tests.log" | tail -4
+  timeout "${TT_TIMEOUT:-480}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-01,02,03,05}" \
+    --timeout "${TT_EACH:-150}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -60
+fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker
   # per GPU from the carried wheels; scaling rounds, faults, the launching client), then issue 27's zero_jit with
