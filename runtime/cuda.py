@@ -568,11 +568,9 @@ class FastPath:
             grid = grid(meta)
         return (grid,) if isinstance(grid, int) else tuple(grid)
 
-    def remember(
-        self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict
-    ) -> None:
-        if any(n in kwargs for n in runtime_names) or art.metadata.get("tma"):
-            return  # a kernel with TMA takes tensor maps encoded per launch (runtime/launch.py): no fast path
+    def key_of(self, args: tuple, kwargs: dict):
+        """The table's key of a call that reached a CUDA build (torch's tensor class and stream getter set
+        on the first, duck-typed tensor classes learnt from it), or None where the key cannot say it."""
         if self.tensor is None:
             import torch
 
@@ -584,7 +582,14 @@ class FastPath:
             t = type(a)
             if t is not self.tensor and t not in (int, float) and is_duck_tensor(a) and _duck_device(a) is not None:
                 self.ducks.add(t)
-        key, _ = self._key(args, kwargs)
+        return self._key(args, kwargs)[0]
+
+    def remember(
+        self, args: tuple, kwargs: dict, runtime_names: list[str], art: Artifact, full: dict
+    ) -> None:
+        if any(n in kwargs for n in runtime_names) or art.metadata.get("tma"):
+            return  # a kernel with TMA takes tensor maps encoded per launch (runtime/launch.py): no fast path
+        key = self.key_of(args, kwargs)
         if key is None:
             return
         pos = {n: i for i, n in enumerate(self.names[: len(args)])}

@@ -4,6 +4,8 @@ values are recomputed for each value. Skips where there is no GPU (the device ma
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.cuda.gpu import gpu_reason
@@ -142,3 +144,24 @@ def test_duck_typed_tensors_take_the_warm_launch(monkeypatch) -> None:
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x[1:4097] + y, rtol=0, atol=0)
     assert full == [1]
+
+
+def test_a_warmed_build_is_kept_per_call_key(monkeypatch) -> None:
+    """Triton's fused-softmax tutorial calls `kernel.warmup(...)` before every launch: the second warm of the
+    same call key returns the kept build without binding or the cache; another dtype or size class is built."""
+    import torch
+
+    k = client.jit((Path(__file__).resolve().parents[1] / "kernels/vector_add.py").read_text(), "add_kernel")
+    x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    out = torch.empty_like(x)
+    first = k.warm((x, y, out, 4096), {"BLOCK_SIZE": 1024})
+    calls = []
+    real = k._warm
+    monkeypatch.setattr(k, "_warm", lambda *a: calls.append(a) or real(*a))
+    assert k.warm((x, y, out, 4096), {"BLOCK_SIZE": 1024}) is first and calls == []
+    half = [t.half() for t in (x, y, out)]
+    assert k.warm((*half, 4096), {"BLOCK_SIZE": 1024}) is not first and len(calls) == 1
+    assert k.warm((x, y, out, 4097), {"BLOCK_SIZE": 1024}) is not first and len(calls) == 2  # not a multiple of 16
+    k[(4,)](x, y, out, 4096, BLOCK_SIZE=1024)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
