@@ -145,14 +145,19 @@ if [ "$stage" = tutorial_timings ]; then
     --timeout "${TT_EACH:-150}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -60
 fi
 if [ "$stage" = tut_probe ]; then
-  # after the tutorial timings: the warm-build memo's GPU test, tutorial 03's matmul at its slow points
-  # (bench/tutorial03_probe.py), then the tutorials named in TUTORIALS (default 02) timed again
+  # after the tutorial timings: the warm-build memo's GPU test, the fused-softmax tutorial's host path
+  # (bench/softmax_host.py), tutorial 03's matmul at its slow points (bench/tutorial03_probe.py), then the
+  # tutorials named in TUTORIALS (if any) timed again
   timeout 90 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_launch_gpu.py \
     2>&1 | tee "$OUT/launch_gpu_tests.log" | tail -4
+  timeout 100 python3 bench/softmax_host.py .wt/tutorials/02-fused-softmax.py 2>&1 | grep -v -i warn \
+    | tee "$OUT/softmax_host.log" | head -40
   timeout 300 python3 bench/tutorial03_probe.py .wt/tutorials/03-matrix-multiplication.py 2>&1 | grep -v -i warn \
     | tee "$OUT/tutorial03_probe.log" | tail -30
-  timeout 200 python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-02}" --timeout 150 \
-    --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -20
+  if [ -n "${TUTORIALS:-}" ]; then
+    timeout 200 python3 bench/tutorial_timings.py .wt/tutorials --only "$TUTORIALS" --timeout 150 \
+      --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -20
+  fi
 fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tilec.compiler.artifact import Artifact, CompileOptions
+from tilec.compiler.errors import OutOfResourcesError, StaticAssertionError
 from tilec.compiler.pipeline import compile_request
 from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune.keys import tuning_key
@@ -501,6 +502,7 @@ class JITKernel:
             )
         zero = [bound[k] for k in spec.reset_to_zero]
         timings = []
+        refused: Exception | None = None
         for cfg in configs:
             full, cfg_opts = self._config_args(bound, cfg)
 
@@ -512,8 +514,13 @@ class JITKernel:
                 if host is not None and host.post_hook is not None:
                     host.post_hook(full, None)
 
-            timings.append((cfg, _time_config(trial, target, zero, saved.values())))
+            try:
+                timings.append((cfg, _time_config(trial, target, zero, saved.values())))
+            except (OutOfResourcesError, StaticAssertionError) as exc:  # this config cannot build: left out,
+                refused = refused or exc  # as Triton's autotuner times it as infinitely slow
         _zero(zero)
+        if not timings:
+            raise refused
         best = min(timings, key=lambda t: t[1])[0]
         self.best_configs[key] = best
         self.trials[key] = [(dict(c.kwargs), t) for c, t in timings]

@@ -8,6 +8,7 @@ import pytest
 
 from tilec import client
 from tilec.compiler.artifact import Artifact
+from tilec.compiler.errors import StaticAssertionError
 from tilec.runtime.cpu import load
 
 ADD = """
@@ -90,6 +91,37 @@ def test_autotune_restores_outputs_and_keeps_winner() -> None:
     k[lambda m: (-(-1000 // m["BLOCK"]),)](x, 1000)
     assert k.compile_count == compiles
     np.testing.assert_array_equal(x, np.arange(1000, dtype=np.float32) * 4)
+
+
+REFUSED_CONFIG = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 512}), triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 1024})],
+                 key=["n"])
+@triton.jit
+def double_small(x_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK <= 256, "this kernel takes blocks of at most 256")
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+"""
+
+
+def test_autotune_leaves_out_a_config_that_cannot_build() -> None:
+    """As Triton's autotuner: a config the compiler refuses (a failed static_assert, too much shared memory)
+    is left out of the timing; the others are timed and the launch takes the best of them."""
+    k = client.jit(REFUSED_CONFIG)
+    x = np.arange(1000, dtype=np.float32)
+    k[lambda m: (-(-1000 // m["BLOCK"]),)](x, 1000)
+    np.testing.assert_array_equal(x, np.arange(1000, dtype=np.float32) * 2)
+    (cfg,) = k.best_configs.values()
+    assert cfg.kwargs == {"BLOCK": 64}
+    (trials,) = k.trials.values()
+    assert [c for c, _ in trials] == [{"BLOCK": 64}]
+    only_refused = client.jit(REFUSED_CONFIG.replace('triton.Config({"BLOCK": 64}), ', ""))
+    with pytest.raises(StaticAssertionError, match="at most 256"):
+        only_refused[lambda m: (-(-1000 // m["BLOCK"]),)](x, 1000)
 
 
 @pytest.mark.parametrize(
