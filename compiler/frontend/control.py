@@ -343,7 +343,8 @@ class StmtGen(ExprGen):
                 bounds = self.range_args(args, kwargs, static=False)
                 if work is not None and contains_return(node.body):
                     return self.returning_loop(node, work, bounds)
-                return self.runtime_for(node, *bounds)
+                stages = kwargs.get("num_stages")  # tl.range's request to pipeline the loop (gpu-prefetch)
+                return self.runtime_for(node, *bounds, stages=stages if type(stages) is int else None)
             if fn == QualName("triton.language.static_range"):
                 return self.unroll(node, range(*self.range_args(args, kwargs, static=True)))
             seq = None
@@ -440,7 +441,7 @@ class StmtGen(ExprGen):
                 ok = False
         return ok
 
-    def runtime_for(self, node: ast.For, start: Any, stop: Any, step: Any) -> None:
+    def runtime_for(self, node: ast.For, start: Any, stop: Any, step: Any, stages: int | None = None) -> None:
         if not isinstance(node.target, ast.Name):
             raise self.error("the target of a runtime loop must be a name", UnsupportedSyntaxError)
         bounds = [self.sem.to_tensor(v) for v in (start, stop, step)]
@@ -470,7 +471,8 @@ class StmtGen(ExprGen):
                 self.b.create("yield", [self.coerce(_get(out, s), t).value for s, t in zip(carried, types, strict=False)],
                               [])
             operands = [b.value for b in bounds] + [v.value for v in inits]
-            op = self.b.insert(Operation("for", operands, types, regions=[Region(blk)]))
+            attrs = {"num_stages": stages} if stages is not None and stages >= 2 else None
+            op = self.b.insert(Operation("for", operands, types, attrs, regions=[Region(blk)]))
             self.scope = _put(self.scope, carried, [Tensor(r) for r in op.results])
             return
         raise self.error("cannot settle the types of the loop-carried variables")

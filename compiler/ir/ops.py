@@ -555,7 +555,7 @@ _op("desc_box", (2, 17), optional={"desc": str}, traits=(PURE,), verify=_desc_bo
     doc="a pointer tile, unchanged, that reads a tensor's box: the box's start coordinates (one per "
         "dimension), then either the host descriptor's base parameter (desc) or, for a block pointer, its "
         "base, shape and strides as operands; a target may load it with TMA")
-_op("for", (3, -1), (0, -1), regions=1, verify=_for)
+_op("for", (3, -1), (0, -1), optional={"num_stages": int}, regions=1, verify=_for)
 _op("if", 1, (0, -1), regions=2, verify=_if)
 _op("while", (0, -1), (0, -1), regions=2, verify=_while)
 _op("yield", (0, -1), 0, traits=(TERMINATOR,))

@@ -7,11 +7,13 @@ PASSES maps each pass name to its class (one pass = one file = one frozen datacl
 from .gpu_dot_acc import GpuDotAccPass
 from .gpu_layout import GpuLayoutPass
 from .gpu_pipeline import GpuPipelinePass
+from .gpu_prefetch import GpuPrefetchPass
 
 PASSES: dict[str, type] = {
     "gpu-dot-acc": GpuDotAccPass,
     "gpu-layout": GpuLayoutPass,
     "gpu-pipeline": GpuPipelinePass,
+    "gpu-prefetch": GpuPrefetchPass,
 }
 
-__all__ = ["PASSES", "GpuDotAccPass", "GpuLayoutPass", "GpuPipelinePass"]
+__all__ = ["PASSES", "GpuDotAccPass", "GpuLayoutPass", "GpuPipelinePass", "GpuPrefetchPass"]

@@ -1,0 +1,126 @@
+"""gpu-prefetch (compiler/backends/cuda/passes/gpu_prefetch.py): a `tl.range(..., num_stages=S)` loop without a
+tensor-core dot loads its next iteration's tiles one iteration ahead. The IR after the pass, and the reference
+interpreter on the kernel before and after it (same inputs, bit for bit), on Triton's fused-softmax tutorial
+kernel as published and on loops the pass must leave alone."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tilec.compiler.artifact import CompileOptions
+from tilec.compiler.backends.cuda.passes import GpuPrefetchPass
+from tilec.compiler.interp import run_kernel
+from tilec.compiler.ir import parse_module, print_module, verify_module
+from tilec.compiler.pipeline import compile_kernel
+
+SOFTMAX = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
+                   num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        output_ptrs = output_row_start_ptr + col_offsets
+        tl.store(output_ptrs, softmax_output, mask=mask)
+"""
+
+SIG = {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32", "output_row_stride": "i32",
+       "n_rows": "i32", "n_cols": "i32"}  # fmt: skip
+
+# a carried running sum reads the loaded tile; the second loop's load depends on a carried value (not prefetched)
+CARRIED = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def running(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in tl.range(0, n, BLOCK, num_stages=3):
+        acc += tl.load(x_ptr + i + offs, mask=i + offs < n, other=0.0)
+    p = x_ptr
+    for j in tl.range(0, 2, num_stages=3):
+        acc += tl.load(p + offs)
+        p += BLOCK
+    tl.store(out_ptr + offs, acc)
+"""
+
+
+def tir(src: str, name: str, sig: dict, consts: dict) -> str:
+    art = compile_kernel(src, name, signature=sig, constexprs=consts, options=CompileOptions(target="cuda:sm_90"),
+                         emit="tir")  # fmt: skip
+    return art.tir
+
+
+def prefetched(text: str):
+    before, after = parse_module(text), parse_module(text)
+    GpuPrefetchPass().apply(after)
+    verify_module(after)
+    return before, after
+
+
+def test_the_softmax_row_loop_loads_the_next_row_ahead() -> None:
+    _, after = prefetched(tir(SOFTMAX, "softmax_kernel", SIG, {"BLOCK_SIZE": 128, "num_stages": 4}))
+    text = print_module(after)
+    loop = text.index(" = for ")
+    assert text[:loop].count(" = load ") == 1  # the first row, before the loop
+    body = text[loop:]
+    assert body.count(" = load ") == 1 and "num_stages = 4" in body
+    assert re.search(r"yield [^\n]*, %\w+\n", body) or "yield %" in body  # the next row goes round the loop
+
+
+@pytest.mark.parametrize(("rows", "programs", "cols"), [(5, 2, 100), (1, 3, 128), (7, 7, 1), (0, 2, 64)])
+def test_softmax_before_and_after_agree_on_the_interpreter(rows: int, programs: int, cols: int) -> None:
+    before, after = prefetched(tir(SOFTMAX, "softmax_kernel", SIG, {"BLOCK_SIZE": 128, "num_stages": 4}))
+    rng = np.random.default_rng(rows * 31 + cols)
+    x = rng.standard_normal((max(rows, 1), 128)).astype(np.float32)
+    outs = []
+    for module in (before, after):
+        y = np.full_like(x, 7.0)
+        run_kernel(module, "softmax_kernel", [y, x.copy(), np.int32(128), np.int32(128), np.int32(rows), np.int32(cols)],
+                   (programs,))  # fmt: skip
+        outs.append(y)
+    assert outs[0].tobytes() == outs[1].tobytes()
+    if rows:
+        e = np.exp(x[:rows, :cols] - x[:rows, :cols].max(axis=1, keepdims=True))
+        np.testing.assert_allclose(outs[1][:rows, :cols], e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_a_load_through_a_carried_pointer_is_left_alone() -> None:
+    text = tir(CARRIED, "running", {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 64})
+    before, after = prefetched(text)
+    printed = print_module(after)
+    first, second = (m.start() for m in re.finditer(r" = for ", printed))
+    assert printed[:first].count(" = load ") == 1  # the first loop's first tile
+    assert printed[second:].count(" = load ") == 1  # the second loop's own load, in place
+    x = np.random.default_rng(1).standard_normal(300).astype(np.float32)
+    outs = []
+    for module in (before, after):
+        out = np.zeros(64, np.float32)
+        run_kernel(module, "running", [x.copy(), out, np.int32(200)], (1,))
+        outs.append(out)
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
+def test_a_loop_without_num_stages_is_left_alone() -> None:
+    text = tir(SOFTMAX.replace(", num_stages=num_stages", ""), "softmax_kernel", SIG, {"BLOCK_SIZE": 128, "num_stages": 4})
+    _, after = prefetched(text)
+    assert print_module(after) == print_module(parse_module(text))
