@@ -159,6 +159,19 @@ if [ "$stage" = tut_probe ]; then
       --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -20
   fi
 fi
+if [ "$stage" = tutorials_ops ]; then
+  # the GPU tests of this session's launch and lowering changes, Triton's tutorials as published timed by their own
+  # benchmarks (carry .wt/tutorials), then FlagGems' ops in CUDA graphs (carry .wt/flaggems) in the time left
+  t0=$(date +%s); left() { echo $(( ${TO_BUDGET:-540} - ($(date +%s) - t0) )); }
+  timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_loop_costs.py \
+    tests/cuda/test_prefetch.py tests/cuda/test_launch_gpu.py tests/cuda/test_gpu.py 2>&1 | tee "$OUT/tests.log" | tail -5
+  timeout 300 python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-01,02,03,05}" --timeout 140 \
+    --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -56
+  if [ -d .wt/flaggems/src ] && [ "$(left)" -gt 100 ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout "$(left)" python3 bench/flaggems_ops.py --graph --timeout 80 2>&1 \
+      | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -22
+  fi
+fi
 if [ "$stage" = cluster ]; then
   # issue 28's drill on every GPU of the machine (bench/cluster_gpu.py: PostgreSQL, Redis, the API and one worker
   # per GPU from the carried wheels; scaling rounds, faults, the launching client), then issue 27's zero_jit with
