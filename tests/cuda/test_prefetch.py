@@ -70,21 +70,24 @@ def tir(src: str, name: str, sig: dict, consts: dict) -> str:
     return art.tir
 
 
-def prefetched(text: str):
+def prefetched(text: str, num_warps: int = 4):
     before, after = parse_module(text), parse_module(text)
-    GpuPrefetchPass().apply(after)
+    GpuPrefetchPass(num_warps=num_warps).apply(after)
     verify_module(after)
     return before, after
 
 
-def test_the_softmax_row_loop_loads_the_next_row_ahead() -> None:
-    _, after = prefetched(tir(SOFTMAX, "softmax_kernel", SIG, {"BLOCK_SIZE": 128, "num_stages": 4}))
+@pytest.mark.parametrize(("block", "warps", "ahead"), [(128, 4, 3), (2048, 8, 3), (4096, 8, 2), (16384, 8, 1)])
+def test_the_softmax_row_loop_loads_rows_ahead(block: int, warps: int, ahead: int) -> None:
+    """num_stages=4 keeps 3 rows in flight where the rows beyond the next fit 16 registers a thread."""
+    _, after = prefetched(tir(SOFTMAX, "softmax_kernel", SIG, {"BLOCK_SIZE": block, "num_stages": 4}), warps)
     text = print_module(after)
     loop = text.index(" = for ")
-    assert text[:loop].count(" = load ") == 1  # the first row, before the loop
+    assert text[:loop].count(" = load ") == ahead  # the first rows, before the loop
     body = text[loop:]
     assert body.count(" = load ") == 1 and "num_stages = 4" in body
-    assert re.search(r"yield [^\n]*, %\w+\n", body) or "yield %" in body  # the next row goes round the loop
+    yielded = re.search(r"yield ([^\n]*)", body).group(1).split(", ")
+    assert len(yielded) == ahead  # the rows after this one go round the loop
 
 
 @pytest.mark.parametrize(("rows", "programs", "cols"), [(5, 2, 100), (1, 3, 128), (7, 7, 1), (0, 2, 64)])
@@ -109,7 +112,7 @@ def test_a_load_through_a_carried_pointer_is_left_alone() -> None:
     before, after = prefetched(text)
     printed = print_module(after)
     first, second = (m.start() for m in re.finditer(r" = for ", printed))
-    assert printed[:first].count(" = load ") == 1  # the first loop's first tile
+    assert printed[:first].count(" = load ") == 2  # the first loop's first two tiles (num_stages=3)
     assert printed[second:].count(" = load ") == 1  # the second loop's own load, in place
     x = np.random.default_rng(1).standard_normal(300).astype(np.float32)
     outs = []

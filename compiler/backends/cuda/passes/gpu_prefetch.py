@@ -1,16 +1,21 @@
 """gpu-prefetch: a `for` loop the source asked to pipeline (`tl.range(..., num_stages=S)`, S >= 2) that has no
-tensor-core dot (those go to gpu-pipeline's cp.async rings) loads its next iteration's tiles while it works on
+tensor-core dot (those go to gpu-pipeline's cp.async rings) loads later iterations' tiles while it works on
 this one: each load whose address, mask and `other` follow from the induction variable and values from outside
-the loop alone is issued one iteration ahead into a loop-carried tile.
+the loop alone is issued iterations ahead into loop-carried tiles.
 
-    %x = load %p(iv), %m(iv)              %x0 = load %p(lb), %m(lb) & (lb < ub)      (before the loop)
-    ... uses of %x ...             ->     for ... (%x_cur = %x0):
+    %x = load %p(iv), %m(iv)              %x0 = load %p(lb), %m(lb) & (lb < ub)      (before the loop;
+    ... uses of %x ...             ->     for ... (%x_cur = %x0):                     one ahead here)
                                               %x1 = load %p(iv + st), %m(iv + st) & (iv + st < ub)
                                               ... uses of %x_cur ...
                                               yield ..., %x1
 
+Up to S - 1 iterations ahead, as Triton's pipeliner keeps S - 1 in flight, while the tiles beyond the next
+take at most EXTRA_REGS registers a thread: a row of 256 floats on 8 warps (one a thread) goes three ahead,
+one of 4096 (16 a thread) two, longer rows one (the softmax tutorial sizes its grid by the registers: more
+ahead would cost it resident blocks).
+
 Triton pipelines such a loop through shared memory (the fused-softmax tutorial's row loop: a row's load is in
-flight while the previous row's reductions run); here the next tile waits in registers, which hides the same
+flight while the previous row's reductions run); here the tiles ahead wait in registers, which hides the same
 latency for a loop whose tiles fit them. A load past the last iteration is masked off entirely, so no address
 is touched that the loop would not have touched. Volatile loads and loads in nested regions stay as they are.
 """
@@ -26,15 +31,20 @@ from ....passes.ir_utils import clone_op, is_pure, remove_dead
 
 STAGES = "num_stages"
 BOOL = ScalarType("i1")
+EXTRA_REGS = 16  # registers a thread may give to tiles loaded further ahead than the next iteration
 
 
 @dataclass(frozen=True)
 class GpuPrefetchPass:
+    """Loads of a `tl.range(num_stages=S)` loop without a dot issued up to S - 1 iterations ahead (fewer where
+    the tiles in flight would take more than EXTRA_REGS registers a thread on `num_warps` warps)."""
+
     name: ClassVar[str] = "gpu-prefetch"
+    num_warps: int = 4
 
     def apply(self, module: Module) -> None:
         for f in module.functions:
-            done = [_prefetch(op) for op in list(f.walk())
+            done = [_prefetch(op, self.num_warps) for op in list(f.walk())
                     if op.name == "for" and int(op.attrs.get(STAGES, 1) or 1) >= 2 and not _has_dot(op)]  # fmt: skip
             if any(done):
                 remove_dead(f, is_pure)  # the address and mask ops of the loads that moved ahead
@@ -92,7 +102,21 @@ def _guarded_load(load: Operation, mapping: dict[Value, Value], iv_value: Value,
     return new.result
 
 
-def _prefetch(loop: Operation) -> bool:
+def _depth(loop: Operation, picked: list, num_warps: int) -> int:
+    """Iterations ahead: num_stages - 1, as far as the tiles in flight beyond the next one stay within
+    EXTRA_REGS registers a thread (the values a thread holds of every prefetched tile, 32-bit each or less)."""
+    per_thread = sum(max(1, _numel(ld.result.type) // (32 * num_warps)) for ld, _ in picked)
+    return max(1, min(int(loop.attrs[STAGES]) - 1, 1 + EXTRA_REGS // per_thread))
+
+
+def _numel(t) -> int:
+    n = 1
+    for s in shape_of(t):
+        n *= s
+    return n
+
+
+def _prefetch(loop: Operation, num_warps: int) -> bool:
     body = loop.regions[0].block
     lb, ub, step = loop.operands[:3]
     iv = body.args[0]
@@ -100,30 +124,41 @@ def _prefetch(loop: Operation) -> bool:
     picked = [(ld, s) for ld in loads if (s := _slice(ld, body)) is not None]
     if not picked:
         return False
+    depth = _depth(loop, picked, num_warps)
     parent = loop.parent
     before: list[Operation] = []
     ahead: list[Operation] = []
-    nxt = Operation("add", [iv, step], [iv.type], loc=loop.loc)
-    ahead.append(nxt)
-    carried: list[tuple[Operation, Value, Value]] = []  # (the load, its value before the loop, one ahead)
+    starts = [lb]  # lb + k * step, for the k = 0 .. depth - 1 iterations loaded before the loop
+    for _ in range(depth - 1):
+        nxt0 = Operation("add", [starts[-1], step], [iv.type], loc=loop.loc)
+        before.append(nxt0)
+        starts.append(nxt0.result)
+    far = iv  # iv + depth * step: the iteration this one loads for
+    for _ in range(depth):
+        a = Operation("add", [far, step], [iv.type], loc=loop.loc)
+        ahead.append(a)
+        far = a.result
+    carried: list[tuple[Operation, list[Value], Value]] = []  # (the load, its tiles before the loop, the far one)
     for ld, ops in picked:
-        first, m0 = _at(lb, ops, iv)
-        before.extend(first)
-        x0 = _guarded_load(ld, m0, lb, ub, before)
-        then, m1 = _at(nxt.result, ops, iv)
+        firsts = []
+        for s in starts:
+            cloned, m = _at(s, ops, iv)
+            before.extend(cloned)
+            firsts.append(_guarded_load(ld, m, s, ub, before))
+        then, m1 = _at(far, ops, iv)
         ahead.extend(then)
-        x1 = _guarded_load(ld, m1, nxt.result, ub, ahead)
-        carried.append((ld, x0, x1))
+        carried.append((ld, firsts, _guarded_load(ld, m1, far, ub, ahead)))
     at = parent.ops.index(loop)
     for i, o in enumerate(before):
         parent.insert(at + i, o)
     term = body.terminator
-    for ld, x0, x1 in carried:
-        cur = body.add_arg(ld.result.type, ld.result.hint)
-        loop.operands.append(x0)
-        loop.results.append(Value(ld.result.type, loop, len(loop.results)))
-        term.operands.append(x1)
-        _replace_uses(body, ld.result, cur)
+    for ld, firsts, x_far in carried:
+        window = [body.add_arg(ld.result.type, ld.result.hint) for _ in firsts]  # this iteration's, then the next
+        for x in firsts:
+            loop.operands.append(x)
+            loop.results.append(Value(ld.result.type, loop, len(loop.results)))
+        term.operands.extend([*window[1:], x_far])
+        _replace_uses(body, ld.result, window[0])
     dropped = {ld for ld, _, _ in carried}
     body.ops = ahead + [o for o in body.ops if o not in dropped]
     for o in body.ops:
