@@ -70,9 +70,9 @@ def tir(src: str, name: str, sig: dict, consts: dict) -> str:
     return art.tir
 
 
-def prefetched(text: str, num_warps: int = 4):
+def prefetched(text: str, num_warps: int = 4, extra_regs: int = 16):
     before, after = parse_module(text), parse_module(text)
-    GpuPrefetchPass(num_warps=num_warps).apply(after)
+    GpuPrefetchPass(num_warps=num_warps, extra_regs=extra_regs).apply(after)
     verify_module(after)
     return before, after
 
@@ -88,6 +88,8 @@ def test_the_softmax_row_loop_loads_rows_ahead(block: int, warps: int, ahead: in
     assert body.count(" = load ") == 1 and "num_stages = 4" in body
     yielded = re.search(r"yield ([^\n]*)", body).group(1).split(", ")
     assert len(yielded) == ahead  # the rows after this one go round the loop
+    _, default = prefetched(tir(SOFTMAX, "softmax_kernel", SIG, {"BLOCK_SIZE": block, "num_stages": 4}), warps, 0)
+    assert print_module(default).split(" = for ")[0].count(" = load ") == 1  # the default: one ahead
 
 
 @pytest.mark.parametrize(("rows", "programs", "cols"), [(5, 2, 100), (1, 3, 128), (7, 7, 1), (0, 2, 64)])

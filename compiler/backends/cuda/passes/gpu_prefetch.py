@@ -9,10 +9,12 @@ the loop alone is issued iterations ahead into loop-carried tiles.
                                               ... uses of %x_cur ...
                                               yield ..., %x1
 
-Up to S - 1 iterations ahead, as Triton's pipeliner keeps S - 1 in flight, while the tiles beyond the next
-take at most EXTRA_REGS registers a thread: a row of 256 floats on 8 warps (one a thread) goes three ahead,
-one of 4096 (16 a thread) two, longer rows one (the softmax tutorial sizes its grid by the registers: more
-ahead would cost it resident blocks).
+One iteration ahead by default: that depth is the one timed on a GPU (the tutorial's rows of 1,280 floats and
+longer at 0.95-1.04x Triton; rows of 256, latency-bound, still 0.33x). With `extra_regs` = R the loads go up to
+S - 1 iterations ahead, as Triton's pipeliner keeps S - 1 in flight, while the tiles beyond the next take at
+most R registers a thread (R = 16: a row of 256 floats on 8 warps three ahead, one of 4096 two, longer rows
+one). Deeper costs registers, and the softmax tutorial sizes its grid by them: not yet timed, so not the
+default.
 
 Triton pipelines such a loop through shared memory (the fused-softmax tutorial's row loop: a row's load is in
 flight while the previous row's reductions run); here the tiles ahead wait in registers, which hides the same
@@ -31,20 +33,20 @@ from ....passes.ir_utils import clone_op, is_pure, remove_dead
 
 STAGES = "num_stages"
 BOOL = ScalarType("i1")
-EXTRA_REGS = 16  # registers a thread may give to tiles loaded further ahead than the next iteration
 
 
 @dataclass(frozen=True)
 class GpuPrefetchPass:
-    """Loads of a `tl.range(num_stages=S)` loop without a dot issued up to S - 1 iterations ahead (fewer where
-    the tiles in flight would take more than EXTRA_REGS registers a thread on `num_warps` warps)."""
+    """Loads of a `tl.range(num_stages=S)` loop without a dot issued one iteration ahead, or up to S - 1 where
+    the tiles beyond the next take at most `extra_regs` registers a thread on `num_warps` warps."""
 
     name: ClassVar[str] = "gpu-prefetch"
     num_warps: int = 4
+    extra_regs: int = 0  # 0: one ahead, the depth timed on a GPU (bench/NOTES-cuda.md, the sixth session)
 
     def apply(self, module: Module) -> None:
         for f in module.functions:
-            done = [_prefetch(op, self.num_warps) for op in list(f.walk())
+            done = [_prefetch(op, self.num_warps, self.extra_regs) for op in list(f.walk())
                     if op.name == "for" and int(op.attrs.get(STAGES, 1) or 1) >= 2 and not _has_dot(op)]  # fmt: skip
             if any(done):
                 remove_dead(f, is_pure)  # the address and mask ops of the loads that moved ahead
@@ -102,11 +104,11 @@ def _guarded_load(load: Operation, mapping: dict[Value, Value], iv_value: Value,
     return new.result
 
 
-def _depth(loop: Operation, picked: list, num_warps: int) -> int:
+def _depth(loop: Operation, picked: list, num_warps: int, extra_regs: int) -> int:
     """Iterations ahead: num_stages - 1, as far as the tiles in flight beyond the next one stay within
-    EXTRA_REGS registers a thread (the values a thread holds of every prefetched tile, 32-bit each or less)."""
+    `extra_regs` registers a thread (the values a thread holds of every prefetched tile, 32-bit each or less)."""
     per_thread = sum(max(1, _numel(ld.result.type) // (32 * num_warps)) for ld, _ in picked)
-    return max(1, min(int(loop.attrs[STAGES]) - 1, 1 + EXTRA_REGS // per_thread))
+    return max(1, min(int(loop.attrs[STAGES]) - 1, 1 + extra_regs // per_thread))
 
 
 def _numel(t) -> int:
@@ -116,7 +118,7 @@ def _numel(t) -> int:
     return n
 
 
-def _prefetch(loop: Operation, num_warps: int) -> bool:
+def _prefetch(loop: Operation, num_warps: int, extra_regs: int) -> bool:
     body = loop.regions[0].block
     lb, ub, step = loop.operands[:3]
     iv = body.args[0]
@@ -124,7 +126,7 @@ def _prefetch(loop: Operation, num_warps: int) -> bool:
     picked = [(ld, s) for ld in loads if (s := _slice(ld, body)) is not None]
     if not picked:
         return False
-    depth = _depth(loop, picked, num_warps)
+    depth = _depth(loop, picked, num_warps, extra_regs)
     parent = loop.parent
     before: list[Operation] = []
     ahead: list[Operation] = []
