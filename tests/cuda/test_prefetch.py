@@ -129,3 +129,54 @@ def test_a_loop_without_num_stages_is_left_alone() -> None:
     text = tir(SOFTMAX.replace(", num_stages=num_stages", ""), "softmax_kernel", SIG, {"BLOCK_SIZE": 128, "num_stages": 4})
     _, after = prefetched(text)
     assert print_module(after) == print_module(parse_module(text))
+
+
+# triton-lang/triton#8259's kernel: a store, then a load of the same address, in one iteration of a pipelined loop
+STORE_THEN_LOAD = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def store_then_load(ptr, diff, n, BLOCK: tl.constexpr):
+    for offset in tl.range(0, n, BLOCK, num_stages=2):
+        idx = offset + tl.arange(0, BLOCK)
+        values = (idx + 1).to(tl.float32)
+        tl.store(ptr + idx, values)
+        loaded = tl.load(ptr + idx)
+        tl.store(diff + idx, loaded - values)
+"""
+
+# the loop writes through a pointer chosen at run time: its argument is not known, so no load goes ahead
+SELECTED_WRITE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def selected_write(x_ptr, y_ptr, n, flag, BLOCK: tl.constexpr):
+    for offset in tl.range(0, n, BLOCK, num_stages=3):
+        idx = offset + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + idx)
+        dst = x_ptr if flag > 0 else y_ptr
+        tl.store(dst + idx + BLOCK, v + 1.0)
+"""
+
+
+@pytest.mark.parametrize(("src", "name", "sig"), [
+    (STORE_THEN_LOAD, "store_then_load", {"ptr": "*fp32", "diff": "*fp32", "n": "i32"}),
+    (SELECTED_WRITE, "selected_write", {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "flag": "i32"}),
+])  # fmt: skip
+def test_a_load_the_loop_may_have_written_is_not_read_ahead(src: str, name: str, sig: dict) -> None:
+    text = tir(src, name, sig, {"BLOCK": 64})
+    before, after = prefetched(text)
+    assert print_module(after) == print_module(before)
+    args = [np.zeros(512, np.float32) if t == "*fp32" else np.int32(256 if n == "n" else 1) for n, t in sig.items()]
+    outs = []
+    for module in (before, after):
+        got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        run_kernel(module, name, got, (1,))
+        outs.append(got)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(*outs, strict=True) if isinstance(a, np.ndarray))
+    if name == "store_then_load":
+        assert not outs[1][1].any()  # each iteration reads back what it stored

@@ -19,7 +19,9 @@ default.
 Triton pipelines such a loop through shared memory (the fused-softmax tutorial's row loop: a row's load is in
 flight while the previous row's reductions run); here the tiles ahead wait in registers, which hides the same
 latency for a loop whose tiles fit them. A load past the last iteration is masked off entirely, so no address
-is touched that the loop would not have touched. Volatile loads and loads in nested regions stay as they are.
+is touched that the loop would not have touched. Volatile loads and loads in nested regions stay as they are,
+and so does a load through a pointer argument the loop also writes through (or where a write's argument is
+not known): read early, it would miss an earlier iteration's store.
 """
 
 from __future__ import annotations
@@ -118,11 +120,40 @@ def _numel(t) -> int:
     return n
 
 
+WRITES = ("store", "atomic_rmw", "atomic_cas")
+VIEWS = ("splat", "broadcast", "expand_dims", "reshape", "trans", "multiple_of", "max_contiguous")
+
+
+def _base(v: Value) -> Value | None:
+    """The kernel argument a pointer (tile) is an offset of, through addptr and views; None where it is not one
+    (a loop-carried, selected or loaded pointer)."""
+    while True:
+        o = v.owner
+        if isinstance(o, Block):  # a block argument: the kernel's own parameters only
+            return v if o.parent is not None and not isinstance(o.parent.parent, Operation) else None
+        if not isinstance(o, Operation) or o.name not in ("addptr", *VIEWS):
+            return None
+        v = o.operands[0]
+
+
+def _reads_ahead_safely(loop: Operation, ld: Operation) -> bool:
+    """Whether `ld` may run before earlier iterations' writes: no write in the loop goes through the pointer
+    argument `ld` reads (Triton's pipeliner has no such check: triton-lang/triton#8259, a store and a load of
+    the same address in one iteration, comes out wrong), nor through a pointer whose argument is unknown. Writes
+    through other arguments are taken not to reach what a later iteration reads, as by Triton."""
+    base = _base(ld.operands[0])
+    writes = [o for o in loop.walk() if o.name in WRITES or o.name == "call"]
+    if not writes:
+        return True
+    return base is not None and all(o.name != "call" and (b := _base(o.operands[0])) is not None and b is not base
+                                    for o in writes)  # fmt: skip
+
+
 def _prefetch(loop: Operation, num_warps: int, extra_regs: int) -> bool:
     body = loop.regions[0].block
     lb, ub, step = loop.operands[:3]
     iv = body.args[0]
-    loads = [o for o in body.ops if o.name == "load" and not o.attrs.get("volatile")]
+    loads = [o for o in body.ops if o.name == "load" and not o.attrs.get("volatile") and _reads_ahead_safely(loop, o)]
     picked = [(ld, s) for ld in loads if (s := _slice(ld, body)) is not None]
     if not picked:
         return False
