@@ -17,9 +17,8 @@ leaves the build to this process, as without one; a build that fails verificatio
 from __future__ import annotations
 
 import os
-import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,15 +32,13 @@ from tilec.compiler.request import CompileRequest
 from tilec.compiler.tune.keys import tuning_key
 from tilec.runtime.grid import check_grid
 from tilec.runtime.launch import ArgSpec, BF16Array, host_view, launch, select_target, specialise
-from tilec.runtime.tensordesc import is_descriptor
 
 from . import _pulled, _record, _strict
 from ._exceptions import ArchMismatchError, ArgumentError
 from ._index import key_value as _key_value
 from ._shared import LAUNCH_OPTIONS as _LAUNCH_OPTIONS
 from ._shared import ServerBuilds, SharedResults, _config
-
-_TRIALS = 3
+from ._trials import snapshot, time_config, zero_arrays
 
 
 def _read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
@@ -494,7 +491,7 @@ class JITKernel:
                configs: list[Any]) -> tuple[Any, list]:  # fmt: skip
         spec = self.ks.autotune
         host = self.host_autotune
-        saved = {k: (v, snap) for k, v in bound.items() if (snap := _snapshot(v)) is not None}
+        saved = {k: (v, snap) for k, v in bound.items() if (snap := snapshot(v)) is not None}
         unknown = sorted(set(spec.reset_to_zero) - set(saved))
         if unknown:
             raise ArgumentError(
@@ -515,10 +512,10 @@ class JITKernel:
                     host.post_hook(full, None)
 
             try:
-                timings.append((cfg, _time_config(trial, target, zero, saved.values())))
+                timings.append((cfg, time_config(trial, target, zero, saved.values())))
             except (OutOfResourcesError, StaticAssertionError) as exc:  # this config cannot build: left out,
                 refused = refused or exc  # as Triton's autotuner times it as infinitely slow
-        _zero(zero)
+        zero_arrays(zero)
         if not timings:
             raise refused
         best = min(timings, key=lambda t: t[1])[0]
@@ -559,62 +556,6 @@ def _named_in(heuristic: str, params: set[str]) -> set[str]:
     return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in params}
 
 
-def _time_config(
-    trial: Callable[[], None], target: str, zero: list[Any], saved: Iterable[tuple[Any, Any]]
-) -> float:
-    """Seconds one run of `trial` takes: the first run compiles and is not timed; every array is restored
-    after each run (after the batch, on the GPU), reset_to_zero's zeroed before each."""
-    _zero(zero)
-    trial()
-    _synchronize(target)
-    _restore(saved)
-    if target.startswith("cuda"):
-        gpu = _cuda_time(trial, zero)
-        if gpu is not None:
-            _restore(saved)
-            return gpu
-    times = []
-    for _ in range(_TRIALS):
-        _zero(zero)
-        t0 = time.perf_counter()
-        trial()
-        _synchronize(target)
-        times.append(time.perf_counter() - t0)
-        _restore(saved)
-    return sorted(times)[len(times) // 2]
-
-
-_CUDA_REPS = 10
-_SPIN_CYCLES = 20_000_000  # ~10 ms of GPU clock: the launches of a batch queue up behind it
-_L2_FLUSH_BYTES = 256 << 20
-
-
-def _cuda_time(trial: Callable[[], None], zero: list[Any]) -> float | None:
-    """The median GPU time of `trial` over _CUDA_REPS runs, as Triton's do_bench takes it (CUDA events around
-    each run, the L2 flushed between runs), not counting the host's launch path: the GPU spins first while
-    the host queues every run. None without torch (the events and the spin are torch's)."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    flush = torch.empty(_L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
-    events = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        for _ in range(_CUDA_REPS)
-    ]
-    torch.cuda.synchronize()
-    torch.cuda._sleep(_SPIN_CYCLES)
-    for start, end in events:
-        flush.zero_()
-        _zero(zero)
-        start.record()
-        trial()
-        end.record()
-    torch.cuda.synchronize()
-    ms = sorted(start.elapsed_time(end) for start, end in events)
-    return ms[len(ms) // 2] / 1e3
-
-
 def _config_pre_hook(cfg: Any, full: dict[str, Any]) -> None:
     hook = getattr(cfg, "pre_hook", None)
     if hook is not None:
@@ -634,48 +575,6 @@ def _given(param: Any, bound: dict[str, Any]) -> Any:
     if param.name in bound:
         return bound[param.name]
     return param.default if param.has_default else None
-
-
-def _data(v: np.ndarray | BF16Array) -> np.ndarray:
-    return v.bits if isinstance(v, BF16Array) else v
-
-
-def _snapshot(v: Any) -> Any | None:
-    """A copy of an array argument's contents (None for scalars): NumPy/bf16 arrays, torch tensors, CuPy arrays."""
-    if is_descriptor(v):
-        return _snapshot(v.base)
-    if isinstance(v, np.ndarray | BF16Array):
-        return _data(v).copy()
-    if hasattr(v, "clone") and hasattr(v, "copy_"):  # torch
-        return v.clone()
-    if hasattr(v, "__cuda_array_interface__") and hasattr(v, "copy"):  # CuPy and kin
-        return v.copy()
-    return None
-
-
-def _restore(saved: Iterable[tuple[Any, Any]]) -> None:
-    for v, snap in saved:
-        v = v.base if is_descriptor(v) else v
-        if hasattr(v, "copy_"):
-            v.copy_(snap)
-        else:
-            _data(v)[...] = snap
-
-
-def _zero(arrays: list[Any]) -> None:
-    for v in arrays:
-        if hasattr(v, "zero_"):
-            v.zero_()
-        else:
-            _data(v)[...] = 0
-
-
-def _synchronize(target: str) -> None:
-    """GPU launches are asynchronous: wait for the trial to end before reading the clock."""
-    if target.startswith("cuda"):
-        from tilec.runtime.cuda import synchronize
-
-        synchronize()
 
 
 def _is_runtime(v: Any) -> bool:
