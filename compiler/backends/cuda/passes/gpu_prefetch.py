@@ -114,10 +114,7 @@ def _depth(loop: Operation, picked: list, num_warps: int, extra_regs: int) -> in
 
 
 def _numel(t) -> int:
-    n = 1
-    for s in shape_of(t):
-        n *= s
-    return n
+    return t.numel if isinstance(t, TileType) else 1
 
 
 WRITES = ("store", "atomic_rmw", "atomic_cas")
