@@ -159,6 +159,16 @@ if [ "$stage" = tut_probe ]; then
       --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -20
   fi
 fi
+if [ "$stage" = softmax_rows ]; then
+  # the fused-softmax tutorial's short rows under Triton and the drop-in's variants (bench/softmax_rows.py), the
+  # drop-in's GPU tests, then the tutorials named in TUTORIALS (default 02,03) timed by their own benchmarks
+  timeout 150 python3 bench/softmax_rows.py .wt/tutorials/02-fused-softmax.py ${SR_MODES:+--modes $SR_MODES} 2>&1 \
+    | grep -v -i warn | tee "$OUT/softmax_rows.log"
+  timeout 90 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_launch_gpu.py \
+    tests/cuda/test_prefetch.py 2>&1 | tee "$OUT/tests.log" | tail -4
+  timeout "${TT_TIMEOUT:-330}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-02,03}" --timeout 160 \
+    --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -30
+fi
 if [ "$stage" = tutorials_ops ]; then
   # the GPU tests of this session's launch and lowering changes, Triton's tutorials as published timed by their own
   # benchmarks (carry .wt/tutorials), then FlagGems' ops in CUDA graphs (carry .wt/flaggems) in the time left

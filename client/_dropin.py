@@ -201,7 +201,10 @@ class Warmed(Launched):
     def __init__(self, kernel: Any, args: tuple, kwargs: dict, art: Any) -> None:
         super().__init__(kernel, args, kwargs)
         meta = art.metadata
-        self.n_regs = int(meta.get("registers", 0))
+        # registers as the SM hands them out (a warp's in units of 256: 8 a thread), not ptxas's exact count:
+        # callers size grids by this figure (the fused-softmax tutorial takes 65536 // (n_regs * 32 * num_warps)
+        # blocks an SM), and 28 registers on 8 warps would promise 9 resident blocks where 8 fit, a second wave
+        self.n_regs = -(-int(meta.get("registers", 0)) // 8) * 8
         self.n_spills = int(meta.get("spill_stores", 0))
         self.metadata = types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name,
                                               num_warps=int(kwargs.get("num_warps", 4)))  # fmt: skip

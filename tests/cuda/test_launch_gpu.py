@@ -165,3 +165,28 @@ def test_a_warmed_build_is_kept_per_call_key(monkeypatch) -> None:
     k[(4,)](x, y, out, 4096, BLOCK_SIZE=1024)
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+
+
+def test_a_warmed_handle_counts_registers_as_the_sm_allocates_them() -> None:
+    """Triton's fused-softmax tutorial sizes its grid from a warmed handle: 65536 // (n_regs * 32 * num_warps)
+    blocks an SM. The drop-in's handle gives ptxas's count rounded up to the SM's unit (8 registers a thread),
+    so that figure never promises more blocks than the registers hold (28 would promise 9 of 8 warps, 8 fit)."""
+    import torch
+
+    from tilec.client._dropin import Warmed
+    from tilec.compiler.backends.cuda.target import blocks_per_sm
+
+    k = client.jit((Path(__file__).resolve().parents[1] / "kernels/fused_softmax.py").read_text(), "softmax_kernel")
+    x = torch.randn(64, 256, device="cuda")
+    y = torch.empty_like(x)
+    args, kwargs = (y, x, x.stride(0), y.stride(0), 256), {"BLOCK_SIZE": 256, "num_warps": 8}
+    art = k.warm(args, kwargs)
+    exact = int(art.metadata["registers"])
+    handle = Warmed(k, args, kwargs, art)
+    assert handle.n_regs % 8 == 0 and exact <= handle.n_regs < exact + 8
+    by_regs = 65536 // (handle.n_regs * 32 * 8)
+    assert by_regs == 65536 // (-(-exact * 32 // 256) * 256 * 8)
+    assert min(by_regs, 8) == blocks_per_sm(exact, 256, int(art.metadata["shared_bytes"]))
+    handle[(64, 1, 1)](*args, 256)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.softmax(x, dim=1))
