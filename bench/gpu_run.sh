@@ -169,6 +169,15 @@ if [ "$stage" = softmax_rows ]; then
   timeout "${TT_TIMEOUT:-330}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-02,03}" --timeout 160 \
     --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -30
 fi
+if [ "$stage" = dropin_host ]; then
+  # where a tutorial benchmark call's time goes under Triton and the drop-in (bench/dropin_host.py), then the
+  # tutorials named in TUTORIALS (if any) timed by their own benchmarks
+  timeout 240 python3 bench/dropin_host.py .wt/tutorials 2>&1 | grep -v -i warn | tee "$OUT/dropin_host.log" | head -90
+  if [ -n "${TUTORIALS:-}" ]; then
+    timeout "${TT_TIMEOUT:-300}" python3 bench/tutorial_timings.py .wt/tutorials --only "$TUTORIALS" --timeout 160 \
+      --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -30
+  fi
+fi
 if [ "$stage" = tutorials_ops ]; then
   # the GPU tests of this session's launch and lowering changes, Triton's tutorials as published timed by their own
   # benchmarks (carry .wt/tutorials), then FlagGems' ops in CUDA graphs (carry .wt/flaggems) in the time left

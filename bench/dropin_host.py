@@ -1,0 +1,139 @@
+"""Where the time of a tutorial's own benchmark call goes, under plain Triton and under the drop-in: Triton's
+tutorials 02 (fused softmax, `softmax(x)`) and 03 (matmul, `matmul(a, b)`, autotuned by Triton's own
+Autotuner over the routed kernel) as published, each side in a process of its own. Per point:
+
+- blocks: the host time of one call made while the GPU is busy (a 20 ms torch.cuda._sleep queued first). A
+  call that waits for the GPU takes the sleep's time; one that does not, its own.
+- host: the host time of one call, best of three loops of 100 (no synchronisation inside a loop).
+- do_bench: min, median and mean of the per-call times (`return_mode="all"`), L2 cleared before each call, as
+  the tutorials' benchmarks take them.
+- graph: the call captured 20 times in a CUDA graph, replayed: the kernels alone, no host time (L2 warm).
+
+Usage (GPU machine, repo root): python3 bench/dropin_host.py [TUTORIALS_DIR] [--only 02,03]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+POINTS = {"02": [("fp32", 256), ("fp32", 1024)],
+          "03": [("fp16", 256), ("fp16", 768), ("fp16", 1792), ("fp8", 768), ("fp8", 1280)]}  # fmt: skip
+FILES = {"02": "02-fused-softmax.py", "03": "03-matrix-multiplication.py"}
+
+
+def _head(path: Path):  # type: ignore[no-untyped-def]
+    text = path.read_text()
+    head = text[: text.index("torch.manual_seed(0)")]  # imports, the kernel, the wrapper
+    tmp = Path(tempfile.mkdtemp()) / f"head_{path.stem.replace('-', '_')}.py"
+    tmp.write_text(head)
+    spec = importlib.util.spec_from_file_location(tmp.stem, tmp)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _call(mod, which: str, dtype: str, n: int):  # type: ignore[no-untyped-def]
+    import torch
+
+    if which == "02":
+        x = torch.randn(4096, n, device="cuda")
+        return lambda: mod.softmax(x)
+    a = torch.randn((n, n), device="cuda", dtype=torch.float16)
+    b = torch.randn((n, n), device="cuda", dtype=torch.float16)
+    if dtype == "fp8":
+        a, b = a.to(torch.float8_e5m2), b.T.to(torch.float8_e5m2)
+    return lambda: mod.matmul(a, b)
+
+
+def child(mode: str, tutorials: Path, only: list[str]) -> None:
+    if mode == "tilec":
+        import tilec
+
+        tilec.install(strict=True)
+    import torch
+    import triton
+
+    stream = torch.cuda.Stream()
+    torch.cuda.set_stream(stream)  # tutorial 02's benchmark does; harmless for 03
+    for which in only:
+        mod = _head(tutorials / FILES[which])
+        for dtype, n in POINTS[which]:
+            fn = _call(mod, which, dtype, n)
+            fn()
+            torch.cuda.synchronize()
+            torch.cuda._sleep(40_000_000)  # about 20 ms at the H100's clock
+            t0 = time.perf_counter()
+            fn()
+            blocks = (time.perf_counter() - t0) * 1e6
+            torch.cuda.synchronize()
+            host = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                for _ in range(100):
+                    fn()
+                host = min(host, (time.perf_counter() - t0) / 100 * 1e6)
+                torch.cuda.synchronize()
+            times = triton.testing.do_bench(fn, return_mode="all")
+            graph_us = float("nan")
+            try:
+                g = torch.cuda.CUDAGraph()
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    fn()
+                torch.cuda.current_stream().wait_stream(side)
+                with torch.cuda.graph(g):
+                    for _ in range(20):
+                        fn()
+                g.replay()
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(10):
+                    g.replay()
+                end.record()
+                torch.cuda.synchronize()
+                graph_us = start.elapsed_time(end) / 200 * 1e3
+            except Exception as exc:  # noqa: BLE001 - a capture that fails is reported, the rest still runs
+                print(f"  (graph capture failed: {exc!r:.120})")
+            print(f"{which} {mode:6s} {dtype} {n:5d}  blocks {blocks:9.1f} us  host {host:7.1f} us  do_bench min "
+                  f"{min(times) * 1e3:7.1f} median {statistics.median(times) * 1e3:7.1f} mean "
+                  f"{statistics.fmean(times) * 1e3:7.1f} us (n={len(times)})  graph {graph_us:7.1f} us", flush=True)  # fmt: skip
+            if mode == "tilec" and (which, dtype, n) == ("03", "fp8", 768):
+                import cProfile
+                import pstats
+
+                prof = cProfile.Profile()
+                prof.enable()
+                for _ in range(200):
+                    fn()
+                prof.disable()
+                torch.cuda.synchronize()
+                pstats.Stats(prof).sort_stats("cumulative").print_stats(28)
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2], Path(sys.argv[3]), sys.argv[4].split(","))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tutorials", nargs="?", default=".wt/tutorials")
+    ap.add_argument("--only", default="02,03")
+    ns = ap.parse_args()
+    for mode in ("triton", "tilec"):
+        env = {**os.environ, "TILEC_CACHE_DIR": tempfile.mkdtemp(prefix=f"dropin_host_{mode}_")}
+        env.pop("TILEC_TRITON", None)
+        subprocess.run([sys.executable, __file__, "--child", mode, str(Path(ns.tutorials).resolve()), ns.only],
+                       env=env, check=False)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
