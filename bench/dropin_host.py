@@ -53,6 +53,34 @@ def _call(mod, which: str, dtype: str, n: int):  # type: ignore[no-untyped-def]
     return lambda: mod.matmul(a, b)
 
 
+def _parts(mod, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """Tutorial 02's softmax(x) at N=256 taken apart: each step's host time alone (best of 5 loops of 200)."""
+    import torch
+
+    x = torch.randn(4096, 256, device="cuda")
+    y = torch.empty_like(x)
+    mod.softmax(x)
+    k = mod.softmax_kernel
+    handle = k.warmup(y, x, x.stride(0), y.stride(0), 4096, 256, BLOCK_SIZE=256, num_stages=4, num_warps=8, grid=(1,))
+    steps = {
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
+        "is_hip()": mod.is_hip,
+        "kernel.warmup(...)": lambda: k.warmup(y, x, x.stride(0), y.stride(0), 4096, 256, BLOCK_SIZE=256,
+                                               num_stages=4, num_warps=8, grid=(1,)),  # fmt: skip
+        "handle[grid](...)": lambda: handle[(1056, 1, 1)](y, x, x.stride(0), y.stride(0), 4096, 256, 256, 4),
+        "softmax(x)": lambda: mod.softmax(x),
+    }
+    for name, fn in steps.items():
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(200):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / 200 * 1e6)
+            torch.cuda.synchronize()
+        print(f"02 {mode:6s} part {name:22s} {best:7.2f} us", flush=True)
+
+
 def child(mode: str, tutorials: Path, only: list[str]) -> None:
     if mode == "tilec":
         import tilec
@@ -61,10 +89,12 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
     import torch
     import triton
 
-    stream = torch.cuda.Stream()
-    torch.cuda.set_stream(stream)  # tutorial 02's benchmark does; harmless for 03
+    if os.environ.get("DROPIN_STREAM", "side") == "side":
+        torch.cuda.set_stream(torch.cuda.Stream())  # tutorial 02's benchmark does; harmless for 03
     for which in only:
         mod = _head(tutorials / FILES[which])
+        if which == "02":
+            _parts(mod, mode)
         for dtype, n in POINTS[which]:
             fn = _call(mod, which, dtype, n)
             fn()
@@ -104,10 +134,10 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
                 graph_us = start.elapsed_time(end) / 200 * 1e3
             except Exception as exc:  # noqa: BLE001 - a capture that fails is reported, the rest still runs
                 print(f"  (graph capture failed: {exc!r:.120})")
-            print(f"{which} {mode:6s} {dtype} {n:5d}  blocks {blocks:9.1f} us  host {host:7.1f} us  do_bench min "
+            print(f"{which} {mode:6s} {os.environ.get('DROPIN_STREAM', 'side'):7s} {dtype} {n:5d}  blocks {blocks:9.1f} us  host {host:7.1f} us  do_bench min "
                   f"{min(times) * 1e3:7.1f} median {statistics.median(times) * 1e3:7.1f} mean "
                   f"{statistics.fmean(times) * 1e3:7.1f} us (n={len(times)})  graph {graph_us:7.1f} us", flush=True)  # fmt: skip
-            if mode == "tilec" and (which, dtype, n) == ("03", "fp8", 768):
+            if os.environ.get("DROPIN_PROFILE") and n == POINTS[which][0][1]:
                 import cProfile
                 import pstats
 
@@ -117,7 +147,7 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
                     fn()
                 prof.disable()
                 torch.cuda.synchronize()
-                pstats.Stats(prof).sort_stats("cumulative").print_stats(28)
+                pstats.Stats(prof).sort_stats("tottime").print_stats(24)
 
 
 def main() -> None:

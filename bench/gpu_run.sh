@@ -172,7 +172,7 @@ fi
 if [ "$stage" = dropin_host ]; then
   # where a tutorial benchmark call's time goes under Triton and the drop-in (bench/dropin_host.py), then the
   # tutorials named in TUTORIALS (if any) timed by their own benchmarks
-  timeout 240 python3 bench/dropin_host.py .wt/tutorials 2>&1 | grep -v -i warn | tee "$OUT/dropin_host.log" | head -90
+  timeout 240 python3 bench/dropin_host.py .wt/tutorials ${DH_ONLY:+--only $DH_ONLY} 2>&1 | grep -v -i warn | tee -a "$OUT/dropin_host.log" | head -120
   if [ -n "${TUTORIALS:-}" ]; then
     timeout "${TT_TIMEOUT:-300}" python3 bench/tutorial_timings.py .wt/tutorials --only "$TUTORIALS" --timeout 160 \
       --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -30

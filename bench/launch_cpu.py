@@ -66,6 +66,63 @@ def warm(k, args: tuple, kwargs: dict, rest: dict) -> StandInKernel:
     return kernel
 
 
+TUTORIAL_02 = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                   BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        row = tl.load(row_start_ptr + col_offsets, mask=col_offsets < n_cols, other=-float("inf"))
+        num = tl.exp(row - tl.max(row, axis=0))
+        tl.store(output_ptr + row_idx * output_row_stride + col_offsets, num / tl.sum(num, axis=0),
+                 mask=col_offsets < n_cols)
+"""
+
+
+def tutorial_02(tmp: Path):  # type: ignore[no-untyped-def]
+    """The fused-softmax tutorial's host path through the drop-in (its kernel routed by tilec.install()):
+    `warmup(...)` for the handle, the registers and shared memory read off it, the launch through it; the
+    routed kernel's build and its FastPath entry stand in for a first call on a GPU."""
+    import importlib
+    import sys
+    import types
+
+    import tilec
+    from tilec.client._dropin import _kernel
+
+    tilec.install()
+    (tmp / "tut02_kernel.py").write_text(TUTORIAL_02)
+    sys.path.insert(0, str(tmp))
+    mod = importlib.import_module("tut02_kernel")
+    routed = mod.softmax_kernel
+    k = _kernel(routed)
+    x, y = Tensor(1 << 20), Tensor(2 << 20)
+    consts = {"BLOCK_SIZE": 256, "num_stages": 4, "num_warps": 8}
+    fast = FastPath(k.params, tensor_type=Tensor, stream_of=lambda device: 0, value_names=k.value_names())
+    k._cuda_fast = fast
+    art = types.SimpleNamespace(metadata={"registers": 28, "shared_bytes": 16, "spill_stores": 0},
+                                kernel_name="softmax_kernel", target="cuda:sm_90")  # fmt: skip
+    k._warm_memo = {fast.key_of((y, x, 256, 256, 4096, 256), consts): art}
+    kernel = StandInKernel(["ptr", "ptr", "i32", "i32", "i32", "i32"])
+    key, _ = fast._key((y, x, 256, 256, 4096, 256, 256, 4), {"num_warps": 8})
+    fast.table[key] = (kernel.fast, [(i, None) for i in range(6)], 0, {}, kernel)
+
+    def softmax() -> None:  # the tutorial's softmax(x) for a [4096, 256] fp32 x, less torch.empty_like
+        handle = routed.warmup(y, x, 256, 256, 4096, 256, BLOCK_SIZE=256, num_stages=4, num_warps=8, grid=(1,))
+        handle._init_handles()
+        occupancy = min(65536 // (handle.n_regs * 32 * 8), 232448 // handle.metadata.shared)
+        handle[(min(132 * occupancy, 4096), 1, 1)](y, x, 256, 256, 4096, 256, 256, 4)
+
+    return softmax
+
+
 def main() -> None:
     from tilec.client.inductor import TilecKernel
 
@@ -88,6 +145,9 @@ def main() -> None:
         "autotuned k[grid](x, y, o, n)": lambda: tuned[tuned_grid](x, y, o, n),
         "Inductor TilecKernel.run(x, y, o, 4773)": lambda: ind.run(x, y, o, 4773, stream=0),
     }
+    import tempfile
+
+    rows["tutorial 02's softmax(x), drop-in (no alloc)"] = tutorial_02(Path(tempfile.mkdtemp()))
     for name, fn in rows.items():
         print(f"{name:40} {per_call_us(fn):6.2f} us")
 

@@ -3,8 +3,10 @@ benchmark times it (do_bench's mean, GB/s), at several row lengths, under plain 
 in a few variants, each in a process of its own with its own build cache:
 
 - tilec:        the drop-in as it is;
-- tilec-exact:  the warmed handle's `n_regs` as ptxas counts them (before: the SM's allocation unit of 8);
-- tilec-deep:   gpu-prefetch up to num_stages - 1 rows ahead (`extra_regs=16`) instead of one.
+- tilec-exact:  the warmed handle's `n_regs` as ptxas counts them (before: the SM's allocation unit of 8).
+
+(Session 7's first call also timed gpu-prefetch{extra_regs=16} by replacing the pass in the target's module;
+a bench flips no codegen switch (tests/cuda/test_codegen_options.py), so that variant is not kept here.)
 
 Per row length: the registers and shared memory the tutorial reads off its warmed handle, the programs it
 launches from them (its own formula), how many of those one wave of the GPU holds (the compiler's
@@ -24,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODES = ("triton", "tilec", "tilec-exact", "tilec-deep")
+MODES = ("triton", "tilec", "tilec-exact")
 
 
 def _variant(mode: str) -> None:
@@ -42,11 +44,6 @@ def _variant(mode: str) -> None:
             self.n_regs = int(art.metadata.get("registers", 0))
 
         _dropin.Warmed.__init__ = exact
-    if mode == "tilec-deep":
-        from tilec.compiler.backends.cuda import target
-        from tilec.compiler.backends.cuda.passes import GpuPrefetchPass
-
-        target.GpuPrefetchPass = lambda num_warps: GpuPrefetchPass(num_warps=num_warps, extra_regs=16)
 
 
 def child(tutorial: Path, mode: str, sizes: list[int]) -> None:

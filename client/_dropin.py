@@ -49,6 +49,7 @@ def install(*, strict: bool | None = None) -> None:
             _STATE["triton_options"] = frozenset(triton.Config({}).all_kwargs()) - {"num_warps", "num_stages"}
         except Exception:  # noqa: BLE001 - an older Triton: the fixed list below stands
             _STATE["triton_options"] = frozenset()
+        _STATE["dropped"] = frozenset(_TRITON_ONLY_OPTIONS) | _STATE["triton_options"]  # what run() leaves out
 
         def jit(fn: Any = None, **options: Any) -> Any:
             if fn is None:
@@ -113,8 +114,8 @@ class _Routed:
 
     def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = _kernel(self)
-        dropped = _STATE.get("triton_options", frozenset())
-        launch = {k: v for k, v in kwargs.items() if k not in _TRITON_ONLY_OPTIONS and k not in dropped}
+        dropped = _STATE.get("dropped", _TRITON_ONLY_OPTIONS)
+        launch = {k: v for k, v in kwargs.items() if k not in dropped} if kwargs else kwargs
         if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
             try:
                 return Warmed(kernel, args, launch, kernel.warm(args, launch))
@@ -167,15 +168,25 @@ class Launched:
 
     def __init__(self, kernel: Any, args: tuple, kwargs: dict) -> None:
         self.kernel = kernel
-        names = [p.name for p in kernel.params]
-        self.given = {**dict(zip(names, args, strict=False)), **kwargs}
-        self.runtime = [p.name for p in kernel.params if not p.constexpr]
-        self.names = names
+        self.names, self.runtime = _names(kernel)
+        self.given = {**dict(zip(self.names, args, strict=False)), **kwargs}
+        # the launch options of the call that made the handle (num_warps, ...): a launch with every argument
+        # passes these alone
+        names = self.names
+        self.options = {k: v for k, v in kwargs.items() if k not in names and k not in _TRITON_ONLY_OPTIONS}
 
     def __getitem__(self, grid: Any) -> Any:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        if not kwargs and len(args) == len(self.names):  # every argument in order (as Triton's handle takes)
+            self.kernel.run(tuple(grid) if isinstance(grid, list) else grid, args, self.options)
+        else:
+            self._launch_merged(grid, args, kwargs)
+        with _LOCK:
+            _STATS["launched"] += 1
+
+    def _launch_merged(self, grid: Any, args: tuple, kwargs: dict) -> None:
         order = self.names if len(args) == len(self.names) else self.runtime
         if len(args) > len(order):
             raise ArgumentError(f"{self.kernel.name}: {len(args)} arguments for {len(order)} parameters")
@@ -190,8 +201,15 @@ class Launched:
         self.kernel.run(
             tuple(grid) if isinstance(grid, list) else grid, tuple(positional), {**rest, **options}
         )
-        with _LOCK:
-            _STATS["launched"] += 1
+
+
+def _names(kernel: Any) -> tuple[list[str], list[str]]:
+    """A kernel's parameter names and its runtime (not constexpr) ones, worked out once per kernel."""
+    got = kernel.__dict__.get("_dropin_names")
+    if got is None:
+        params = kernel.params
+        got = kernel.__dict__["_dropin_names"] = ([p.name for p in params], [p.name for p in params if not p.constexpr])
+    return got
 
 
 class Warmed(Launched):
@@ -200,18 +218,30 @@ class Warmed(Launched):
 
     def __init__(self, kernel: Any, args: tuple, kwargs: dict, art: Any) -> None:
         super().__init__(kernel, args, kwargs)
-        meta = art.metadata
-        # registers as the SM hands them out (a warp's in units of 256: 8 a thread), not ptxas's exact count:
-        # callers size grids by this figure (the fused-softmax tutorial takes 65536 // (n_regs * 32 * num_warps)
-        # blocks an SM), and 28 registers on 8 warps would promise 9 resident blocks where 8 fit, a second wave
-        self.n_regs = -(-int(meta.get("registers", 0)) // 8) * 8
-        self.n_spills = int(meta.get("spill_stores", 0))
-        self.metadata = types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name,
-                                              num_warps=int(kwargs.get("num_warps", 4)))  # fmt: skip
+        self.n_regs, self.n_spills, self.metadata = _facts(kernel, art, int(kwargs.get("num_warps", 4)))
         self.name = art.kernel_name
 
     def _init_handles(self) -> None:
         return None
+
+
+def _facts(kernel: Any, art: Any, num_warps: int) -> tuple[int, int, types.SimpleNamespace]:
+    """(n_regs, n_spills, metadata) of a warmed handle, kept per build and warp count (the fused-softmax
+    tutorial warms before every launch). n_regs counts registers as the SM hands them out (a warp's in units
+    of 256: 8 a thread), not ptxas's exact count: callers size grids by this figure (that tutorial takes
+    65536 // (n_regs * 32 * num_warps) blocks an SM), and 28 registers on 8 warps would promise 9 resident
+    blocks where 8 fit, a second wave."""
+    kept = kernel.__dict__.setdefault("_dropin_facts", {})
+    got = kept.get((id(art), num_warps))
+    if got is not None and got[0] is art:
+        return got[1]
+    meta = art.metadata
+    facts = (-(-int(meta.get("registers", 0)) // 8) * 8, int(meta.get("spill_stores", 0)),
+             types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name, num_warps=num_warps))  # fmt: skip
+    if len(kept) >= 256:
+        kept.clear()
+    kept[(id(art), num_warps)] = (art, facts)
+    return facts
 
 
 def _kernel(obj: Any) -> Any:

@@ -292,8 +292,8 @@ class JITKernel:
         tutorial reads the registers to size its grid) pays the key, not the binding and the cache's lookup."""
         fast = self.__dict__.get("_cuda_fast")
         memo = self.__dict__.setdefault("_warm_memo", {})
-        try:
-            got = memo.get(fast.key_of(args, kwargs)) if fast is not None else None
+        try:  # FastPath's key as key_of gives it once the call's classes are known (else None: a miss)
+            got = memo.get(fast._key(args, kwargs)[0]) if fast is not None and memo else None
         except TypeError:  # an unhashable keyword value: not kept
             got = None
         if got is not None:

@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -476,6 +477,9 @@ class FastPath:
         self.const_pos = tuple(i for i, n in enumerate(self.names) if n in consts)
         values = set(value_names)
         self.value_pos = tuple(i for i, n in enumerate(self.names) if n in values and i not in self.const_pos)
+        # a call that passes every constexpr positionally (a launch through a warmed handle) takes them in one go
+        self.const_get = itemgetter(*self.const_pos) if self.const_pos else None
+        self.const_need = self.const_pos[-1] + 1 if self.const_pos else 0
         self.table: dict = {}
         self.tensor = tensor_type
         self.stream_of = stream_of
@@ -490,28 +494,29 @@ class FastPath:
         tensor = self.tensor
         key = [tuple(kwargs.items())] if kwargs else [None]  # cheaper than the items one by one
         raw = []
+        k_add, r_add = key.append, raw.append
         dev = None
         for a in args:
             t = type(a)
             if t is tensor:
                 p = a.data_ptr()
-                raw.append(p)
-                key.append((a.dtype, p & 15 == 0))
+                r_add(p)
+                k_add((a.dtype, p & 15 == 0))
                 if dev is None:
                     dev = a.get_device() if self.multi_gpu else a.is_cuda
             elif t is int:
-                raw.append(a)
-                key.append(1 if a == 1 else (a & 15 == 0, -2147483648 <= a < 2147483648))
+                r_add(a)
+                k_add(1 if a == 1 else (a & 15 == 0, -2147483648 <= a < 2147483648))
             elif t is float:
-                raw.append(a)
-                key.append(float)
+                r_add(a)
+                k_add(float)
             elif t is bool:  # an i1 argument or a flag given positionally (FlagGems' kernels take several)
-                raw.append(int(a))
-                key.append((bool, a))  # never equal to an int's class (True == 1)
+                r_add(int(a))
+                k_add((bool, a))  # never equal to an int's class (True == 1)
             elif t in self.ducks:  # a duck-typed tensor (a library's strided buffer): as a tensor, by its device
                 p = int(a.data_ptr())
-                raw.append(p)
-                key.append((a.dtype, p & 15 == 0))
+                r_add(p)
+                k_add((a.dtype, p & 15 == 0))
                 d = _duck_device(a)
                 if d is None:
                     return None, None
@@ -519,12 +524,16 @@ class FastPath:
                     dev = d if self.multi_gpu else True
             else:
                 return None, None
-        key.append(dev)
-        if self.const_pos and self.const_pos[0] < len(args):
-            key.append(tuple(args[i] for i in self.const_pos if i < len(args)))
+        k_add(dev)
+        if self.const_pos:
+            n = len(args)
+            if n >= self.const_need:
+                k_add(self.const_get(args))
+            elif self.const_pos[0] < n:
+                k_add(tuple(args[i] for i in self.const_pos if i < n))
         if self.value_pos and self.value_pos[0] < len(args):
             given = [args[i] for i in self.value_pos if i < len(args)]
-            key.append(tuple(a.shape if type(a) is tensor else a for a in given))
+            k_add(tuple(a.shape if type(a) is tensor else a for a in given))
         return tuple(key), raw
 
     def launch(self, grid, args: tuple, kwargs: dict) -> bool:
