@@ -137,12 +137,13 @@ if [ "$stage" = speed_all ]; then
 fi
 if [ "$stage" = tutorial_timings ]; then
   # Triton's tutorials as published (carry .wt/tutorials), each run under Triton and under the drop-in with its own
-  # perf_report benchmarks timed (bench/tutorial_timings.py: the triton providers, every STRIDE-th x value); the
-  # GPU tests of tests/cuda/test_loop_costs.py first
-  timeout 90 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_loop_costs.py \
-    2>&1 | tee "$OUT/loop_costs_tests.log" | tail -4
+  # perf_report benchmarks timed (bench/tutorial_timings.py: the triton providers, every STRIDE-th x value; the
+  # host-bound ones twice a side, best kept); the GPU tests of the loop costs, gpu-prefetch and warm launches first
+  timeout 100 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_loop_costs.py \
+    tests/cuda/test_prefetch.py tests/cuda/test_launch_gpu.py 2>&1 | tee "$OUT/tests.log" | tail -4
   timeout "${TT_TIMEOUT:-480}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-01,02,03,05}" \
-    --timeout "${TT_EACH:-150}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -60
+    --rounds "${TT_ROUNDS:-02=2,03=2}" --timeout "${TT_EACH:-150}" --json "$OUT/tutorial_timings.json" 2>&1 \
+    | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -60
 fi
 if [ "$stage" = tut_probe ]; then
   # after the tutorial timings: the warm-build memo's GPU test, the fused-softmax tutorial's host path
