@@ -550,7 +550,7 @@ class FastPath:
         if type(grid) is not tuple:
             grid = self._grid(grid, args, kwargs, rest)
         if picks is not None:
-            raw = [raw[i] if i >= 0 else v for i, v in picks]
+            raw = raw[:picks] if type(picks) is int else [raw[i] if i >= 0 else v for i, v in picks]
         try:  # Launcher.__call__, inlined: this is the hot path
             lau.pack(lau.buf, 0, *raw)
         except struct.error as exc:
@@ -605,6 +605,8 @@ class FastPath:
         picks = [(pos[n], None) if n in pos else (-1, full[n]) for n in runtime_names]
         if [i for i, _ in picks] == list(range(len(args))):
             picks = None  # the positional arguments are exactly the runtime arguments, in order
+        elif [i for i, _ in picks] == list(range(len(picks))):
+            picks = len(picks)  # they lead the positional arguments (constexprs follow: a warmed handle's launch)
         device = next((a.get_device() if type(a) is self.tensor else _duck_device(a) or 0
                        for a in args if type(a) is self.tensor or type(a) in self.ducks), 0)  # fmt: skip
         given = set(self.names[: len(args)]) | set(kwargs)
