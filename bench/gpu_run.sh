@@ -190,6 +190,14 @@ if [ "$stage" = host_recheck ]; then
   [ "$(left)" -gt 120 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 45 )) --json "$OUT/speed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/speed.log" | tail -40
 fi
+if [ "$stage" = softmax_kernel ]; then
+  # the fused-softmax tutorial's kernel alone, L2 cold, Triton's build against tilec's at gpu-prefetch depths
+  # (bench/softmax_kernel.py; carry .wt/tutorials), after the prefetch GPU tests
+  timeout 100 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_prefetch.py \
+    2>&1 | tee "$OUT/tests.log" | tail -3
+  timeout 300 python3 bench/softmax_kernel.py .wt/tutorials/02-fused-softmax.py ${SK_REGS:+--regs $SK_REGS} 2>&1 \
+    | grep -v -i warn | tee "$OUT/softmax_kernel.log"
+fi
 if [ "$stage" = tutorials_ops ]; then
   # the GPU tests of this session's launch and lowering changes, Triton's tutorials as published timed by their own
   # benchmarks (carry .wt/tutorials), then FlagGems' ops in CUDA graphs (carry .wt/flaggems) in the time left

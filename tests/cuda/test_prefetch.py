@@ -180,3 +180,24 @@ def test_a_load_the_loop_may_have_written_is_not_read_ahead(src: str, name: str,
     assert all(a.tobytes() == b.tobytes() for a, b in zip(*outs, strict=True) if isinstance(a, np.ndarray))
     if name == "store_then_load":
         assert not outs[1][1].any()  # each iteration reads back what it stored
+
+
+def test_the_prefetch_depth_is_a_compile_option() -> None:
+    """CudaOptions.prefetch_regs reaches the pass through the cuda pipeline: the softmax rows of 256 floats on 8
+    warps go three ahead with 4 registers to spare, one ahead by default; another option, another artifact key."""
+    from tilec.compiler.artifact import CudaOptions, artifact_key
+    from tilec.compiler.pipeline import compile_request
+    from tilec.compiler.request import CompileRequest
+
+    def gpu_tir(regs: int) -> str:
+        request = CompileRequest(text=SOFTMAX, name="softmax_kernel", signature=SIG,
+                                 constexprs={"BLOCK_SIZE": 256, "num_stages": 4}, emit="gpu-tir", pass_dumps=True,
+                                 options=CompileOptions(target="cuda:sm_90", num_warps=8, cuda=CudaOptions(prefetch_regs=regs)))  # fmt: skip
+        return compile_request(request).pass_dumps[-1]["ir"]
+
+    ahead = [gpu_tir(r).split(" = for ")[0].count(" = load ") for r in (0, 4)]  # the rows loaded before the loop
+    assert ahead == [1, 3]
+    spec = {"signature": SIG, "constexprs": {"BLOCK_SIZE": 256, "num_stages": 4}, "hints": {}, "emit": "cubin"}
+    config = {"kwargs": {}, "num_warps": 8, "num_stages": 3}
+    keys = {artifact_key("k" * 64, spec, config, "cuda:sm_90", "v1", codegen=CudaOptions(prefetch_regs=r)) for r in (0, 4)}
+    assert len(keys) == 2

@@ -74,7 +74,8 @@ def gpu_tir(module: Module, meta: dict) -> Module:
     meta["kernel_name"] = fn.name
     _check_shapes(fn)
     wgmma = _wants_wgmma(meta)
-    passes = [GpuPrefetchPass(num_warps=nw), GpuDotAccPass(), GpuLayoutPass(num_warps=nw, sm=_sm(meta), wgmma=wgmma),
+    passes = [GpuPrefetchPass(num_warps=nw, extra_regs=opts.cuda.prefetch_regs), GpuDotAccPass(),
+              GpuLayoutPass(num_warps=nw, sm=_sm(meta), wgmma=wgmma),
               GpuPipelinePass(num_stages=opts.num_stages, wgmma_pending=opts.cuda.wgmma_pending)]  # fmt: skip
     module = PassManager(passes, verify=False).run(Module([fn]))
     verify_module(module)  # once: only gpu-dot-acc rewrites ops, the other two add attributes
