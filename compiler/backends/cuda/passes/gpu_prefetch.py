@@ -9,12 +9,13 @@ the loop alone is issued iterations ahead into loop-carried tiles.
                                               ... uses of %x_cur ...
                                               yield ..., %x1
 
-One iteration ahead by default: that depth is the one timed on a GPU (the tutorial's rows of 1,280 floats and
-longer at 0.95-1.04x Triton; rows of 256, latency-bound, still 0.33x). With `extra_regs` = R the loads go up to
-S - 1 iterations ahead, as Triton's pipeliner keeps S - 1 in flight, while the tiles beyond the next take at
-most R registers a thread (R = 16: a row of 256 floats on 8 warps three ahead, one of 4096 two, longer rows
-one). Deeper costs registers, and the softmax tutorial sizes its grid by them: not yet timed, so not the
-default.
+One iteration ahead by default (CudaOptions.prefetch_regs = 0). With `extra_regs` = R (prefetch_regs) the loads
+go up to S - 1 iterations ahead, as Triton's pipeliner keeps S - 1 in flight, while the tiles beyond the next take
+at most R registers a thread (R = 16: a row of 256 floats on 8 warps three ahead, one of 4096 two, longer rows
+one). Timed on an H100, the tutorial's kernel alone with L2 cold (bench/softmax_kernel.py,
+bench/results_softmax_kernel_h100.log): one ahead runs at 1.35x Triton's speed on rows of 256 floats, 1.10x on 512,
+1.00-1.04x from 1,024 to 4,096; three ahead (R = 4 or 16) is slower at 256 (0.97-0.99x: 35 registers, so the
+tutorial's grid, sized by them, holds fewer programs) and no faster elsewhere. So one ahead stays the default.
 
 Triton pipelines such a loop through shared memory (the fused-softmax tutorial's row loop: a row's load is in
 flight while the previous row's reductions run); here the tiles ahead wait in registers, which hides the same
@@ -44,7 +45,7 @@ class GpuPrefetchPass:
 
     name: ClassVar[str] = "gpu-prefetch"
     num_warps: int = 4
-    extra_regs: int = 0  # 0: one ahead, the depth timed on a GPU (bench/NOTES-cuda.md, the sixth session)
+    extra_regs: int = 0  # 0: one ahead, the default build (see the module's docstring for the timings)
 
     def apply(self, module: Module) -> None:
         for f in module.functions:
