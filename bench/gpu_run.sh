@@ -183,10 +183,11 @@ if [ "$stage" = host_recheck ]; then
   # after a change to the warm launch path: the GPU tests of every op and of warm launches, the fused-softmax
   # tutorial timed by its own benchmark (3 rounds a side, best kept), then the speed table in the time left
   t0=$(date +%s); left() { echo $(( ${HR_BUDGET:-560} - ($(date +%s) - t0) )); }
-  timeout 150 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu_every_op.py \
-    tests/cuda/test_launch_gpu.py tests/cuda/test_prefetch.py 2>&1 | tee "$OUT/tests.log" | tail -4
-  timeout 150 python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-02}" --rounds "${TT_ROUNDS:-02=3}" \
-    --timeout 60 --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -16
+  timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu_every_op.py \
+    tests/cuda/test_launch_gpu.py tests/cuda/test_prefetch.py ${HR_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -4
+  timeout "${HR_TT_TIMEOUT:-150}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-02}" \
+    --rounds "${TT_ROUNDS:-02=3}" --timeout "${TT_EACH:-60}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn \
+    | tee "$OUT/tutorial_timings.log" | tail -34
   [ "$(left)" -gt 120 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 45 )) --json "$OUT/speed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/speed.log" | tail -40
 fi

@@ -73,13 +73,28 @@ def from_mem(b: ir.IRBuilder, t: ScalarType, v):
     return v
 
 
+class _BFloat(ir.Type):
+    """LLVM's `bfloat`, which llvmlite's IR builder has no class for; only an fptrunc to it and a bitcast from
+    it are built."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _BFloat)
+
+    def __hash__(self) -> int:
+        return hash("bfloat")
+
+
+BFLOAT = _BFloat()
+
+
 def f32_to_bf16_bits(b: ir.IRBuilder, v):
-    """Round to nearest even; NaN stays a (quiet) NaN."""
-    bits = b.bitcast(v, I32)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.lshr(b.add(bits, b.add(lsb, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
-    isnan = b.fcmp_unordered("uno", v, v)
-    return b.trunc(b.select(isnan, ir.Constant(I32, 0x7FC0), rounded), I16)
+    """Round to nearest even; NaN stays a NaN. An fptrunc to LLVM's bfloat: the NVPTX backend makes it one
+    `cvt.rn.bf16.f32` on sm_80 and later (what Triton emits, so a NaN comes out as the same canonical 0x7FFF)
+    and integer rounding before (an add of 0x7FFF plus the kept lowest bit, a select for NaN)."""
+    return b.bitcast(b.fptrunc(v, BFLOAT), I16)
 
 
 def round_bf16(b: ir.IRBuilder, v):
