@@ -15,7 +15,6 @@ Usage (GPU machine, repo root): python3 bench/dropin_host.py [TUTORIALS_DIR] [--
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -24,20 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tutorials import load_head  # noqa: E402
+
 POINTS = {"02": [("fp32", 256), ("fp32", 1024)],
           "03": [("fp16", 256), ("fp16", 768), ("fp16", 1792), ("fp8", 768), ("fp8", 1280)]}  # fmt: skip
 FILES = {"02": "02-fused-softmax.py", "03": "03-matrix-multiplication.py"}
-
-
-def _head(path: Path):  # type: ignore[no-untyped-def]
-    text = path.read_text()
-    head = text[: text.index("torch.manual_seed(0)")]  # imports, the kernel, the wrapper
-    tmp = Path(tempfile.mkdtemp()) / f"head_{path.stem.replace('-', '_')}.py"
-    tmp.write_text(head)
-    spec = importlib.util.spec_from_file_location(tmp.stem, tmp)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _call(mod, which: str, dtype: str, n: int):  # type: ignore[no-untyped-def]
@@ -92,7 +83,7 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
     if os.environ.get("DROPIN_STREAM", "side") == "side":
         torch.cuda.set_stream(torch.cuda.Stream())  # tutorial 02's benchmark does; harmless for 03
     for which in only:
-        mod = _head(tutorials / FILES[which])
+        mod = load_head(tutorials / FILES[which])
         if which == "02":
             _parts(mod, mode)
         for dtype, n in POINTS[which]:

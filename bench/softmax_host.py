@@ -8,13 +8,14 @@ Usage (GPU machine, repo root): python3 bench/softmax_host.py [PATH/TO/02-fused-
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tutorials import load_head  # noqa: E402
 
 
 def child(tutorial: Path, mode: str) -> None:
@@ -24,13 +25,7 @@ def child(tutorial: Path, mode: str) -> None:
         tilec.install(strict=True)
     import torch
 
-    text = tutorial.read_text()
-    head = text[: text.index("torch.manual_seed(0)")]  # imports, the kernel, the device's properties, softmax()
-    path = Path(tempfile.mkdtemp()) / "tut02_head.py"
-    path.write_text(head)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_head(tutorial)  # imports, the kernel, the device's properties, softmax()
     for n in (256, 4096):
         x = torch.randn(4096, n, device="cuda")
         y = mod.softmax(x)

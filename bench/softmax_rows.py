@@ -19,12 +19,14 @@ Usage (GPU machine, repo root): python3 bench/softmax_rows.py [PATH/TO/02-fused-
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tutorials import load_head  # noqa: E402
 
 MODES = ("triton", "tilec", "tilec-exact")
 
@@ -54,13 +56,7 @@ def child(tutorial: Path, mode: str, sizes: list[int]) -> None:
 
     from tilec.compiler.backends.cuda.target import blocks_per_sm
 
-    text = tutorial.read_text()
-    head = text[: text.index("torch.manual_seed(0)")]  # imports, the kernel, the device's properties, softmax()
-    path = Path(tempfile.mkdtemp()) / "tut02_head.py"
-    path.write_text(head)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_head(tutorial)  # imports, the kernel, the device's properties, softmax()
     seen: dict = {}
     warmup = mod.softmax_kernel.warmup
 

@@ -29,6 +29,20 @@ TUTORIAL = re.compile(r"^\d\d[a-z]?-[\w.-]+\.py$")
 MISMATCH = re.compile(r"❌|\bdiffer\b|mismatch", re.IGNORECASE)
 MAX_DIFF = re.compile(r"maximum difference[^0-9]*([0-9.eE+-]+)", re.IGNORECASE)
 
+def load_head(path: Path):  # type: ignore[no-untyped-def]
+    """A tutorial's module up to its first `torch.manual_seed(0)`: its imports, kernels and wrapper functions,
+    without its checks and benchmarks; loaded from a file of its own (Triton reads a kernel's source there)."""
+    import importlib.util
+
+    text = path.read_text()
+    tmp = Path(tempfile.mkdtemp()) / f"head_{path.stem.replace('-', '_')}.py"
+    tmp.write_text(text[: text.index("torch.manual_seed(0)")])
+    spec = importlib.util.spec_from_file_location(tmp.stem, tmp)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 SITECUSTOMIZE = """
 import atexit, json, os, sys
 if os.environ.get("TILEC_NO_BENCH") == "1":
