@@ -62,14 +62,22 @@ def _parts(mod, mode: str) -> None:  # type: ignore[no-untyped-def]
         "softmax(x)": lambda: mod.softmax(x),
     }
     for name, fn in steps.items():
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(200):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / 200 * 1e6)
-            torch.cuda.synchronize()
-        print(f"02 {mode:6s} part {name:22s} {best:7.2f} us", flush=True)
+        print(f"02 {mode:6s} part {name:22s} {_host_us(fn, 5, 200):7.2f} us", flush=True)
+
+
+def _host_us(fn, loops: int, calls: int) -> float:  # type: ignore[no-untyped-def]
+    """The host time of one call of `fn`: the best of `loops` loops of `calls` calls, no synchronisation inside
+    a loop (the GPU drains between loops)."""
+    import torch
+
+    best = float("inf")
+    for _ in range(loops):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return best
 
 
 def child(mode: str, tutorials: Path, only: list[str]) -> None:
@@ -95,13 +103,7 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
             fn()
             blocks = (time.perf_counter() - t0) * 1e6
             torch.cuda.synchronize()
-            host = float("inf")
-            for _ in range(3):
-                t0 = time.perf_counter()
-                for _ in range(100):
-                    fn()
-                host = min(host, (time.perf_counter() - t0) / 100 * 1e6)
-                torch.cuda.synchronize()
+            host = _host_us(fn, 3, 100)
             times = triton.testing.do_bench(fn, return_mode="all")
             graph_us = float("nan")
             try:
