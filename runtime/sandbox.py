@@ -185,10 +185,11 @@ class Child:
                 self.proc.wait(grace_s)
             except subprocess.TimeoutExpired:
                 pass
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self.proc.returncode is None:  # not reaped: its pid (alive or a zombie) is still its group's, no other's
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             code = self.proc.wait(10)
         except subprocess.TimeoutExpired:

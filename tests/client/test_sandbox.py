@@ -394,7 +394,7 @@ def test_a_gpu_bench_child_sees_its_own_gpu_alone(monkeypatch: pytest.MonkeyPatc
     try:
         with open(f"/proc/{child.pid}/environ", "rb") as f:
             env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if e)
-        assert env[b"CUDA_VISIBLE_DEVICES"] == b"6"
+        assert env.get(b"CUDA_VISIBLE_DEVICES") == b"6", f"exit code {child.proc.poll()}"
         assert child.local(2) == 0 and child.local(1) == 1
     finally:
         child.kill()
@@ -402,7 +402,8 @@ def test_a_gpu_bench_child_sees_its_own_gpu_alone(monkeypatch: pytest.MonkeyPatc
     other = Standby.spawn("cuda", 1, Limits())  # no such entry: the list is left as it is, the index too
     try:
         with open(f"/proc/{other.pid}/environ", "rb") as f:
-            assert b"CUDA_VISIBLE_DEVICES=4" in f.read().split(b"\0")
+            seen = f.read().split(b"\0")
+        assert b"CUDA_VISIBLE_DEVICES=4" in seen, f"exit code {other.proc.poll()}"  # (nothing seen: it had exited)
         assert other.local(1) == 1
     finally:
         other.kill()
