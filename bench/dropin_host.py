@@ -65,6 +65,32 @@ def _parts(mod, mode: str) -> None:  # type: ignore[no-untyped-def]
         print(f"02 {mode:6s} part {name:22s} {_host_us(fn, 5, 200):7.2f} us", flush=True)
 
 
+def _parts03(mod, mode: str, dtype: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Tutorial 03's matmul(a, b) taken apart at one point (after its autotuning): the allocation, the
+    autotuned launch, the launch of the chosen config without the autotuner, the whole call; and the config."""
+    import torch
+    import triton
+
+    fn = _call(mod, "03", dtype, n)
+    fn()
+    a, b = fn.__closure__[0].cell_contents, fn.__closure__[1].cell_contents  # the call's inputs
+    k = mod.matmul_kernel
+    cfg = k.best_config
+    c = torch.empty((n, n), device="cuda", dtype=torch.float16)
+    grid = lambda META: (triton.cdiv(n, META["BLOCK_SIZE_M"]) * triton.cdiv(n, META["BLOCK_SIZE_N"]),)  # noqa: E731
+    args = (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    steps = {
+        "torch.empty((M, N))": lambda: torch.empty((n, n), device=a.device, dtype=torch.float16),
+        "matmul_kernel[grid](...)": lambda: k[grid](*args, ACTIVATION=""),
+        "fn.run(config) (no autotuner)": lambda: k.fn.run(*args, ACTIVATION="", grid=grid, warmup=False,
+                                                          **cfg.all_kwargs()),  # fmt: skip
+        "matmul(a, b)": fn,
+    }
+    print(f"03 {mode:6s} {dtype} {n}: config {cfg}", flush=True)
+    for name, step in steps.items():
+        print(f"03 {mode:6s} part {name:30s} {_host_us(step, 5, 200):7.2f} us", flush=True)
+
+
 def _host_us(fn, loops: int, calls: int) -> float:  # type: ignore[no-untyped-def]
     """The host time of one call of `fn`: the best of `loops` loops of `calls` calls, no synchronisation inside
     a loop (the GPU drains between loops)."""
@@ -130,6 +156,8 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
             print(f"{which} {mode:6s} {os.environ.get('DROPIN_STREAM', 'side'):7s} {dtype} {n:5d}  blocks {blocks:9.1f} us  host {host:7.1f} us  do_bench min "
                   f"{min(times) * 1e3:7.1f} median {statistics.median(times) * 1e3:7.1f} mean "
                   f"{statistics.fmean(times) * 1e3:7.1f} us (n={len(times)})  graph {graph_us:7.1f} us", flush=True)  # fmt: skip
+            if which == "03" and n == POINTS[which][0][1]:
+                _parts03(mod, mode, dtype, n)
             if os.environ.get("DROPIN_PROFILE") and n == POINTS[which][0][1]:
                 import cProfile
                 import pstats
@@ -141,6 +169,13 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
                 prof.disable()
                 torch.cuda.synchronize()
                 pstats.Stats(prof).sort_stats("tottime").print_stats(24)
+        # the first point again, after the others: is its host time the point's, or the first's?
+        if which == "03":
+            dtype, n = POINTS[which][0]
+            fn = _call(mod, which, dtype, n)
+            fn()
+            torch.cuda.synchronize()
+            print(f"{which} {mode:6s} again   {dtype} {n:5d}  host {_host_us(fn, 3, 100):7.1f} us", flush=True)
 
 
 def main() -> None:

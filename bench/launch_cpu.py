@@ -123,6 +123,64 @@ def tutorial_02(tmp: Path):  # type: ignore[no-untyped-def]
     return softmax
 
 
+TUTORIAL_03 = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
+                                        num_stages=4, num_warps=4),
+                          triton.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
+                                        num_stages=5, num_warps=2)],
+                 key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offs = tl.arange(0, BLOCK_SIZE_M)
+    tl.store(c_ptr + pid * BLOCK_SIZE_M + offs, tl.load(a_ptr + offs) + tl.load(b_ptr + offs))
+"""
+
+
+def tutorial_03(tmp: Path):  # type: ignore[no-untyped-def]
+    """The matmul tutorial's host path through the drop-in: Triton's own Autotuner (key M, N, K, its choice
+    already cached) over the routed kernel, the tutorial's grid lambda; the routed kernel's FastPath entry
+    stands in for the first call on a GPU, as in tutorial_02."""
+    import importlib
+    import sys
+
+    import tilec
+    from tilec.client._dropin import _kernel
+
+    tilec.install()
+    (tmp / "tut03_kernel.py").write_text(TUTORIAL_03)
+    sys.path.insert(0, str(tmp))
+    mod = importlib.import_module("tut03_kernel")
+    tuner = mod.matmul_kernel
+    k = _kernel(tuner.fn)
+    a, b, c = Tensor(1 << 20, "float16"), Tensor(2 << 20, "float16"), Tensor(3 << 20, "float16")
+    n = 256
+    args = (a, b, c, n, n, n, n, 1, n, 1, n, 1)
+    cfg = tuner.configs[0]
+    tuner.cache[(n, n, n, "float16", "float16", "float16")] = cfg
+    fast = FastPath(k.params, tensor_type=Tensor, stream_of=lambda device: 0, value_names=k.value_names())
+    k._cuda_fast = fast
+    from tilec.client._dropin import _STATE, _TRITON_ONLY_OPTIONS
+
+    dropped = _STATE.get("dropped", _TRITON_ONLY_OPTIONS)
+    launch = {k2: v for k2, v in {"ACTIVATION": "", **cfg.all_kwargs()}.items() if k2 not in dropped}
+    key, _ = fast._key(args, launch)
+    kernel = StandInKernel(["ptr"] * 3 + ["i32"] * 9)
+    fast.table[key] = (kernel.fast, None, 0, {}, kernel)
+
+    def matmul() -> None:  # the tutorial's matmul(a, b) for fp16 256x256, less torch.empty and its asserts
+        grid = lambda META: (-(-n // META["BLOCK_SIZE_M"]) * -(-n // META["BLOCK_SIZE_N"]),)  # noqa: E731
+        tuner[grid](a, b, c, n, n, n, n, 1, n, 1, n, 1, ACTIVATION="")
+
+    return matmul
+
+
 def main() -> None:
     from tilec.client.inductor import TilecKernel
 
@@ -148,6 +206,7 @@ def main() -> None:
     import tempfile
 
     rows["tutorial 02's softmax(x), drop-in (no alloc)"] = tutorial_02(Path(tempfile.mkdtemp()))
+    rows["tutorial 03's matmul(a, b), drop-in (no alloc)"] = tutorial_03(Path(tempfile.mkdtemp()))
     for name, fn in rows.items():
         print(f"{name:40} {per_call_us(fn):6.2f} us")
 

@@ -22,9 +22,9 @@ _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {"installed": False, "patched": [], "classes": {}}
 _STATS: dict[str, Any] = {"routed": 0, "launched": 0, "fallbacks": 0, "reasons": {}, "kernels": set()}
 # Triton's launch options that tilec's launch has no use for (it plans its own)
-_TRITON_ONLY_OPTIONS = ("num_ctas", "maxnreg", "debug", "enable_fp_fusion", "launch_cooperative_grid",
+_TRITON_ONLY_OPTIONS = frozenset({"num_ctas", "maxnreg", "debug", "enable_fp_fusion", "launch_cooperative_grid",
                         "launch_pdl", "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer",
-                        "reg_inc_consumer", "instrumentation_mode", "fpsan_homomorphic_casts", "stream")  # fmt: skip
+                        "reg_inc_consumer", "instrumentation_mode", "fpsan_homomorphic_casts", "stream"})  # fmt: skip
 _FALLBACK_ERRORS = (CompileError, ArgumentError, TargetError, NotImplementedError)
 
 
@@ -49,7 +49,7 @@ def install(*, strict: bool | None = None) -> None:
             _STATE["triton_options"] = frozenset(triton.Config({}).all_kwargs()) - {"num_warps", "num_stages"}
         except Exception:  # noqa: BLE001 - an older Triton: the fixed list below stands
             _STATE["triton_options"] = frozenset()
-        _STATE["dropped"] = frozenset(_TRITON_ONLY_OPTIONS) | _STATE["triton_options"]  # what run() leaves out
+        _STATE["dropped"] = _TRITON_ONLY_OPTIONS | _STATE["triton_options"]  # what run() leaves out
 
         def jit(fn: Any = None, **options: Any) -> Any:
             if fn is None:
@@ -123,7 +123,7 @@ class _Routed:
     def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = _kernel(self)
         dropped = _STATE.get("dropped", _TRITON_ONLY_OPTIONS)
-        launch = {k: v for k, v in kwargs.items() if k not in dropped} if kwargs else kwargs
+        launch = kwargs if dropped.isdisjoint(kwargs) else {k: v for k, v in kwargs.items() if k not in dropped}
         if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
             try:
                 return Warmed(kernel, args, launch, kernel.warm(args, launch))
@@ -175,12 +175,26 @@ class Launched:
     and calls it with the runtime arguments, in parameter order, or with every argument)."""
 
     def __init__(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        # every routed launch returns one, and most callers drop it: what a launch through it needs waits for one
         self.kernel = kernel
-        self.names, self.runtime = _names(kernel)
         self.args, self.kwargs = args, kwargs  # the call that made the handle: what a later launch leaves out
-        # its launch options (num_warps, ...): a launch with every argument passes these alone
-        names = self.names
-        self.options = {k: v for k, v in kwargs.items() if k not in names and k not in _TRITON_ONLY_OPTIONS}
+        self._options: dict | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return _names(self.kernel)[0]
+
+    @property
+    def runtime(self) -> list[str]:
+        return _names(self.kernel)[1]
+
+    @property
+    def options(self) -> dict:
+        """Its launch options (num_warps, ...): a launch with every argument passes these alone."""
+        if self._options is None:
+            names = self.names
+            self._options = {k: v for k, v in self.kwargs.items() if k not in names and k not in _TRITON_ONLY_OPTIONS}
+        return self._options
 
     def __getitem__(self, grid: Any) -> Any:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
