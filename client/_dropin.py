@@ -61,7 +61,29 @@ def install(*, strict: bool | None = None) -> None:
         for owner in (triton, rjit):
             _STATE["patched"].append((owner, "jit", owner.jit))
             owner.jit = jit  # type: ignore[attr-defined]
+        _wrap_autotune(triton)
         _STATE["installed"] = True
+
+
+def _wrap_autotune(triton: Any) -> None:
+    """`triton.autotune` (wherever Triton exports it) made to give autotuners with the cached path of
+    _dropin_tune.py; left alone where this Triton has no such decorator."""
+    import importlib
+
+    from ._dropin_tune import wrap_autotune
+
+    original = getattr(triton, "autotune", None)
+    if original is None:
+        return
+    fast = wrap_autotune(original)
+    for name in ("triton", "triton.runtime", "triton.runtime.autotuner"):
+        try:
+            owner = importlib.import_module(name)
+        except ImportError:
+            continue
+        if getattr(owner, "autotune", None) is original:
+            _STATE["patched"].append((owner, "autotune", original))
+            owner.autotune = fast  # type: ignore[attr-defined]
 
 
 def uninstall() -> None:

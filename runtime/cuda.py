@@ -571,9 +571,9 @@ class FastPath:
 
     def _grid(self, grid, args: tuple, kwargs: dict, rest: dict) -> tuple:
         if callable(grid):
-            meta = dict(rest)
-            meta.update(zip(self.names, args, strict=False))
-            meta.update(kwargs)
+            meta = dict(zip(self.names, args, strict=False), **kwargs)
+            if rest:  # defaults and heuristics: none of them among this key's arguments (remember())
+                meta.update(rest)
             grid = grid(meta)
         return (grid,) if isinstance(grid, int) else tuple(grid)
 
