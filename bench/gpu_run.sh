@@ -185,6 +185,9 @@ if [ "$stage" = host_recheck ]; then
   t0=$(date +%s); left() { echo $(( ${HR_BUDGET:-560} - ($(date +%s) - t0) )); }
   timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu_every_op.py \
     tests/cuda/test_launch_gpu.py tests/cuda/test_prefetch.py ${HR_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -4
+  # HR_DROPIN=03 (or 02,03): where a tutorial call's host time goes first (bench/dropin_host.py), into tests.log
+  [ -n "${HR_DROPIN:-}" ] && timeout 150 python3 bench/dropin_host.py .wt/tutorials --only "$HR_DROPIN" 2>&1 \
+    | grep -v -i warn | tee -a "$OUT/tests.log" | grep -E "^0[23] " | head -40
   timeout "${HR_TT_TIMEOUT:-150}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-02}" \
     --rounds "${TT_ROUNDS:-02=3}" --timeout "${TT_EACH:-60}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn \
     | tee "$OUT/tutorial_timings.log" | tail -34
