@@ -33,6 +33,8 @@ def fast_tuner(obj: Any) -> Any:
     layout.)"""
     cls = type(obj)
     fast = _CLASSES.get(cls)
+    if fast is None and not _triton_run(cls):
+        return obj  # a library's own autotuner class with a run of its own: its run stands
     if fast is None:
         fast = _CLASSES[cls] = type(f"Tilec{cls.__name__}", (cls,), {"__module__": __name__, "__slots__": (),
                                                                         "run": _cached_run(cls.run)})  # fmt: skip
@@ -41,6 +43,15 @@ def fast_tuner(obj: Any) -> Any:
     except TypeError:
         pass
     return obj
+
+
+def _triton_run(cls: type) -> bool:
+    """Whether `cls.run` is Triton's Autotuner.run (the one whose cached path this module repeats)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    return getattr(cls, "run", None) is Autotuner.run
 
 
 def _plan(tuner: Any) -> Any:

@@ -150,3 +150,13 @@ def test_install_gives_triton_autotune_the_cached_path_and_uninstall_takes_it_ba
     finally:
         tilec.uninstall()
     assert triton.autotune is before and autotuner.autotune is before
+
+
+def test_an_autotuner_class_with_a_run_of_its_own_is_left_as_it_is() -> None:
+    class LibTuner(Autotuner):  # a library's tuner (FlagGems' has one): its run is the library's
+        def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return "the library's"
+
+    tuner = LibTuner(Kernel(), NAMES, CONFIGS, ["n"], None, None)
+    assert fast_tuner(tuner) is tuner and type(tuner) is LibTuner
+    assert tuner.run(x32, grid=(1,), warmup=False) == "the library's"
