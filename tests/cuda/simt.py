@@ -19,6 +19,7 @@ from tilec.compiler.artifact import CudaOptions
 from tilec.compiler.backends.cuda.lower import CudaLowering
 from tilec.compiler.backends.cuda.memory import MemoryLowering
 from tilec.compiler.backends.cuda.reduce import ReduceLowering
+from tilec.compiler.backends.cuda.scan import ScanLowering
 from tilec.compiler.backends.cuda.smem import SharedMemory
 from tilec.compiler.backends.cuda.sort import SortLowering
 
@@ -83,7 +84,7 @@ class SimBuilder:
         return unordered if op == "uno" else unordered | _ICMP[op](a, b)
 
 
-class SimBlock(ReduceLowering, SortLowering, MemoryLowering):
+class SimBlock(ReduceLowering, ScanLowering, SortLowering, MemoryLowering):
     """One thread block of `num_warps` warps running the lowering's data-movement methods (see the module)."""
 
     # the lowering's own: a thread's coordinates from its lane and warp bits, the registers that are not copies

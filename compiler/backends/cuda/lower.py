@@ -16,6 +16,7 @@ from ...ir.core import Function, Operation, Value
 from ...ir.types import PointerType, TileType, elem_type, shape_of
 from . import ops
 from .control import ControlLowering
+from .fma_dot import FmaDotLowering
 from .layouts import Layout, WgmmaSpec, log2
 from .memory import MemoryLowering
 from .misc import MiscLowering
@@ -23,6 +24,7 @@ from .mma import MmaLowering
 from .pipelined import PipelineLowering
 from .plan import is_lazy, read_layouts, read_pipeline
 from .reduce import ReduceLowering
+from .scan import ScanLowering
 from .shape import ShapeLowering
 from .smem import SharedMemory
 from .sort import SortLowering
@@ -39,7 +41,7 @@ LAYOUT_OPS = frozenset({"broadcast", "expand_dims", "trans", "reshape", "multipl
 
 
 class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering, WgmmaLowering, MmaLowering,
-                   MemoryLowering, ReduceLowering, ShapeLowering, SortLowering):
+                   MemoryLowering, ReduceLowering, ScanLowering, FmaDotLowering, ShapeLowering, SortLowering):
     def __init__(self, fn: Function, sm: int, cg: CudaOptions | None = None, debug: bool = False):
         self.src = fn
         self.cg = cg or CudaOptions()  # the codegen choices (compile options), read by every mixin
