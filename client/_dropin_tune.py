@@ -86,9 +86,12 @@ def _dtype_text(dtype: Any) -> str:
 def tuning_key(plan: tuple, args: tuple, kwargs: dict) -> tuple | None:
     """Triton's tuning key of a call: the key parameters' values, then str(dtype) of every argument that has
     a dtype (positional ones first, then keyword ones naming parameters, in the call's order); None for a
-    call that names a positional parameter again (Triton's own path says what is wrong)."""
+    call that names a positional parameter again or passes more arguments than there are parameters (Triton's
+    own path says what is wrong)."""
     keyed, position, _ = plan
     n = len(args)
+    if n > len(position):
+        return None  # more arguments than parameters: Triton's key leaves the rest out, and its run says so
     key = []
     for name, i in keyed:
         if i < n:

@@ -136,6 +136,11 @@ def test_a_parameter_given_twice_goes_tritons_way() -> None:
         t.run(x32, y16, 100, 7, 0.5, grid=(1,), warmup=False, n=5, MODE="a")
     assert plain.cache.keys == fast.cache.keys == [(5, "torch.float32", "torch.float16")]
     assert plain.fn.calls == fast.fn.calls
+    too_many = (x32, y16, 100, 7, 0.5, 64, "a", x32)  # one more than there are parameters
+    for t in (plain, fast):
+        t.run(*too_many, grid=(1,), warmup=False)
+    assert plain.cache.keys[-1] == fast.cache.keys[-1] == (100, "torch.float32", "torch.float16")
+    assert plain.fn.calls == fast.fn.calls
 
 
 def test_install_gives_triton_autotune_the_cached_path_and_uninstall_takes_it_back() -> None:
