@@ -155,6 +155,10 @@ def _cases(flaggems: Path) -> dict:
         ptrs = ["input_pointer", "weight_pointer", "output_pointer", "bias_pointer"]
         sig = {p: ("*fp16" if p in ptrs else "i32") for p in params if p not in consts}
         cases["conv2d"] = (src, "conv2d_forward_kernel", sig, consts, ptrs, 4, 2)
+    if (ops / "softmax.py").is_file():  # bench/flaggems_ops.py's softmax: fp16 [4096, 4096], one row a CTA
+        cases["softmax"] = (_function_source(ops / "softmax.py", "softmax_kernel_inner"), "softmax_kernel_inner",
+                            {"output_ptr": "*fp16", "input_ptr": "*fp16", "M": "i32", "N": "i32"},
+                            {"TILE_N": 4096, "ONE_TILE_PER_CTA": True}, ["output_ptr", "input_ptr", "M", "N"], 16, 3)  # fmt: skip
     return cases
 
 

@@ -382,11 +382,14 @@ def _sigmoid(sem: Semantic, x: Any) -> Tensor:
 
 
 @api("softmax")
-def _softmax(sem: Semantic, x: Any, ieee_rounding: Any = False) -> Tensor:
+def _softmax(sem: Semantic, x: Any, dim: Any = None, keep_dims: Any = None, ieee_rounding: Any = False) -> Tensor:
+    """Along `dim` (0 by default), the reduced axis kept (Triton 3.9 ignores keep_dims); the max as tl.max
+    takes it, so a 16-bit input is normalised in f32."""
     t = _float_operand(sem, x, "tl.softmax")
-    z = sem.binop(ast.Sub(), t, reduce(sem, t, 0, "max", keep_dims=True))
+    axis = 0 if dim is None else dim
+    z = sem.binop(ast.Sub(), t, reduce(sem, t, axis, "max", keep_dims=True, widen=True))
     num = Tensor(sem.b.unary("exp", z.value))
-    return sem.truediv(num, reduce(sem, num, 0, "sum", keep_dims=True))
+    return sem.truediv(num, reduce(sem, num, axis, "sum", keep_dims=True))
 
 
 @api("fdiv")
@@ -629,8 +632,18 @@ def _dot(sem: Semantic, input: Any, other: Any, acc: Any = None, input_precision
     return Tensor(sem.b.op1("dot", [a.value, b.value, acc_t.value], acc_t.type, **attrs))
 
 
+def _sum_type(elem: ScalarType) -> ScalarType | None:
+    """The type tl.sum and tl.cumsum widen an integer narrower than 32 bits to (Triton's `_pick_sum_dtype`:
+    i32 for signed ones and i1, u32 for unsigned ones); None for every other type."""
+    if not elem.is_int or elem.bits >= 32:
+        return None
+    return i32 if elem.is_signed or elem.is_bool else ScalarType("u32")
+
+
 def reduce(sem: Semantic, x: Any, axis: Any, kind: str, keep_dims: Any = False, dtype: Any = None,
-           propagate_nan: bool = False) -> Tensor:
+           propagate_nan: bool = False, widen: bool = False) -> Tensor:
+    """`widen`: tl.max/tl.min without indices, which Triton computes on a type narrower than 32 bits in f32
+    (floats) or i32 (integers, unsigned and i1 too), and returns in it."""
     t = tensor(sem, x, f"tl.{kind}")
     if not t.shape:
         raise sem.error(f"tl.{kind} needs a tile, got a scalar")
@@ -638,8 +651,10 @@ def reduce(sem: Semantic, x: Any, axis: Any, kind: str, keep_dims: Any = False, 
         raise sem.error(f"tl.{kind} does not take pointers")
     if dtype is not None:
         t = sem.cast(t, dtype_arg(sem, dtype))
-    elif kind in ("sum", "prod") and t.elem.is_int and t.elem.bits < 32:
-        t = sem.cast(t, i32 if t.elem.is_signed or t.elem.is_bool else ScalarType("u32"))
+    elif kind in ("sum", "prod") and _sum_type(t.elem) is not None:
+        t = sem.cast(t, _sum_type(t.elem))
+    elif widen and t.elem.bits < 32:
+        t = sem.cast(t, ScalarType("f32") if t.elem.is_float else i32)
     rank = len(t.shape)
     if axis is None:
         n = 1
@@ -669,7 +684,7 @@ def _reduction(kind: str):
         if return_indices:
             return (reduce(sem, input, axis, kind, keep_dims, propagate_nan=nan),
                     reduce(sem, input, axis, "arg" + kind, keep_dims))
-        return reduce(sem, input, axis, kind, keep_dims, dtype, propagate_nan=nan)
+        return reduce(sem, input, axis, kind, keep_dims, dtype, propagate_nan=nan, widen=kind in ("max", "min"))
 
     return fn
 
@@ -678,19 +693,23 @@ for _k in ("sum", "max", "min", "argmax", "argmin", "xor_sum"):
     LIB[_k] = _reduction("xor" if _k == "xor_sum" else _k)
 
 
-def scan(sem: Semantic, x: Any, axis: Any, kind: str, reverse: Any = False) -> Tensor:
+def scan(sem: Semantic, x: Any, axis: Any, kind: str, reverse: Any = False, dtype: Any = None) -> Tensor:
+    """tl.cumsum/tl.cumprod: in `dtype` where given, else an integer narrower than 32 bits in i32 or u32 (as
+    tl.sum; Triton 3.9 widens cumprod's so too)."""
     t = tensor(sem, x, f"tl.cum{kind}")
     if not t.shape:
         raise sem.error("a scan needs a tile, got a scalar")
-    if kind in ("sum", "prod") and t.elem.is_int and t.elem.bits < 32:
-        t = sem.cast(t, i32)
+    if dtype is not None:
+        t = sem.cast(t, dtype_arg(sem, dtype))
+    elif kind in ("sum", "prod") and _sum_type(t.elem) is not None:
+        t = sem.cast(t, _sum_type(t.elem))
     ax = norm_axis(sem, axis, len(t.shape))
     attrs = {"reverse": True} if reverse else {}
     return Tensor(sem.b.op1("scan", [t.value], t.type, kind=kind, axis=ax, **attrs))
 
 
-LIB["cumsum"] = lambda sem, input, axis=0, reverse=False, dtype=None: scan(sem, input, axis, "sum", reverse)
-LIB["cumprod"] = lambda sem, input, axis=0, reverse=False: scan(sem, input, axis, "prod", reverse)
+LIB["cumsum"] = lambda sem, input, axis=0, reverse=False, dtype=None: scan(sem, input, axis, "sum", reverse, dtype)
+LIB["cumprod"] = lambda sem, input, axis=0, reverse=False, dtype=None: scan(sem, input, axis, "prod", reverse, dtype)
 
 
 def elem_of(t: Any):

@@ -20,6 +20,7 @@ pytest.importorskip("triton")
 pytest.importorskip("torch")
 
 from tests.conformance.case import Case  # noqa: E402
+from tests.conformance.cases_dtypes import CASES as DTYPE_CASES  # noqa: E402
 from tests.conformance.cases_fuzz_found import CASES as FUZZ_FOUND_CASES  # noqa: E402
 from tests.conformance.cases_returns import CASES as RETURN_CASES  # noqa: E402
 
@@ -66,10 +67,10 @@ def test_random_kernels_agree_with_triton_interpreter(prog: Program) -> None:
     assert not bad, f"tilec disagrees with Triton's interpreter: {bad}\n{prog.constexprs}\n{prog.source}"
 
 
-@pytest.mark.parametrize("case", RETURN_CASES + FUZZ_FOUND_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", RETURN_CASES + FUZZ_FOUND_CASES + DTYPE_CASES, ids=lambda c: c.name)
 def test_conformance_references_match_triton_interpreter(case: Case) -> None:
-    """The references of the early-return cases and of the fuzzer's findings are what Triton's interpreter
-    computes."""
+    """The references of the early-return cases, of the fuzzer's findings and of the reduction types are what
+    Triton's interpreter computes."""
     rng = np.random.default_rng(7)
     args = case.inputs(rng)
     expected = case.reference([a.copy() if isinstance(a, np.ndarray) else a for a in args])
