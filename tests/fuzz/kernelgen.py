@@ -225,11 +225,20 @@ class _Gen:
             how = self.pick(["trans", "row", "col", "scan"])
             if how == "trans":
                 return f"tl.reshape(tl.trans({m}), (16,))"
+            narrow = self.pick(["tl.int8", "tl.uint8", "tl.int16", "tl.uint16"]) if self.coin(0.4) else None
+            if how == "scan" and narrow:  # a narrow scan widens by its sign (u8 -> u32): a division shows which
+                self.cats.add("narrow-reduce")
+                s = f"tl.cumsum({m}.to({narrow}), axis={self.pick([0, 1])})"
+                return f"tl.reshape((({s} - 300) // 7).to(tl.int32), (16,))"
             if how == "scan":
                 return f"tl.reshape(tl.cumsum({m}, axis={self.pick([0, 1])}), (16,))"
+            idx = "[:, None]" if how == "row" else "[None, :]"
+            if narrow:  # max/min of a narrow type are i32 in Triton, a sum i32 or u32: no wrap at the edge
+                self.cats.add("narrow-reduce")
+                r = f"(tl.{self.pick(['max', 'min', 'sum'])}({m}.to({narrow}), axis={1 if how == 'row' else 0}) + 200)"
+                return f"tl.reshape(tl.broadcast_to({r}{idx}, (4, 4)), (16,)).to(tl.int32)"
             fn = self.pick(["sum", "max", "min", "xor_sum"])
             r = f"tl.{fn}({m}, axis={1 if how == 'row' else 0})"
-            idx = "[:, None]" if how == "row" else "[None, :]"
             return f"tl.reshape(tl.broadcast_to({r}{idx}, (4, 4)), (16,))"
         if kind == "abs":
             return f"tl.abs({a})"
@@ -263,7 +272,7 @@ class _Gen:
         if depth == 0 or self.coin(0.3):
             f = self.pick(names)
             return f, self.ft[f]
-        kinds = ["bin", "bin", "minmax", "where", "neg", "f16", "bf16", "itof", "fmodfloor", "f16mul"]
+        kinds = ["bin", "bin", "minmax", "where", "neg", "f16", "bf16", "itof", "fmodfloor", "f16mul", "f16reduce"]
         if not exact:
             kinds += ["div", "cumsum", "sqrt", "freduce", "idiv", "math"]
         kind = self.pick(kinds)
@@ -294,7 +303,11 @@ class _Gen:
             self.cats.add("cast-float")
             b = self.fexpr(0, exact=True)
             return f"({a}.to(tl.float16) * {b}.to(tl.float16)).to(tl.float32)", False
-        if kind in ("f16mul", "fmodfloor"):
+        if kind == "f16reduce" and not ta:  # tl.max/tl.min of halves is f32 in Triton: the step after it shows
+            self.cats.add("narrow-reduce")
+            fn, neutral = self.pick([("max", '-float("inf")'), ("min", 'float("inf")')])
+            return f"({a} + (tl.{fn}(tl.where(mask, {a}, {neutral}).to(tl.float16), 0) + 0.0001))", False
+        if kind in ("f16mul", "fmodfloor", "f16reduce"):
             return a, ta
         if kind == "freduce":  # a masked float reduction broadcast back over the tile
             self.cats.add("masked-reduce")
