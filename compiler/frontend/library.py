@@ -369,6 +369,18 @@ def _minimum(sem: Semantic, x: Any, y: Any, propagate_nan: Any = "NONE") -> Any:
     return sem.minmax(False, x, y, propagate_nan == "ALL")
 
 
+def _arith(node: ast.operator):
+    def fn(sem: Semantic, x: Any, y: Any, sanitize_overflow: Any = True) -> Any:
+        """tl.add/tl.sub/tl.mul: the operator's arithmetic (sanitize_overflow adds overflow checks only in
+        Triton's debug mode; tilec's debug build does not check these)."""
+        return sem.binop(node, x, y)
+
+    return fn
+
+
+LIB["add"], LIB["sub"], LIB["mul"] = _arith(ast.Add()), _arith(ast.Sub()), _arith(ast.Mult())
+
+
 @api("clamp")
 def _clamp(sem: Semantic, x: Any, min: Any, max: Any, propagate_nan: Any = "NONE") -> Any:
     return sem.minmax(False, sem.minmax(True, x, min, propagate_nan == "ALL"), max, propagate_nan == "ALL")
@@ -649,6 +661,8 @@ def reduce(sem: Semantic, x: Any, axis: Any, kind: str, keep_dims: Any = False, 
         raise sem.error(f"tl.{kind} needs a tile, got a scalar")
     if isinstance(t.elem, PointerType):
         raise sem.error(f"tl.{kind} does not take pointers")
+    if kind in ("xor", "or") and t.elem.is_float:
+        raise sem.error(f"tl.{'xor_sum' if kind == 'xor' else 'reduce_or'} only takes integers, got {t.dtype}")
     if dtype is not None:
         t = sem.cast(t, dtype_arg(sem, dtype))
     elif kind in ("sum", "prod") and _sum_type(t.elem) is not None:
@@ -691,6 +705,7 @@ def _reduction(kind: str):
 
 for _k in ("sum", "max", "min", "argmax", "argmin", "xor_sum"):
     LIB[_k] = _reduction("xor" if _k == "xor_sum" else _k)
+LIB["reduce_or"] = _reduction("or")
 
 
 def scan(sem: Semantic, x: Any, axis: Any, kind: str, reverse: Any = False, dtype: Any = None) -> Tensor:

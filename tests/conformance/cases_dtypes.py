@@ -1,8 +1,9 @@
 """Conformance cases for the types Triton's reductions and scans compute in: tl.max and tl.min without indices
 widen a type narrower than 32 bits (f16, bf16 and fp8 to f32, i1/i8/u8/i16/u16 to i32) and return it, so what follows
 them computes in f32 or i32 (FlagGems' softmax over f16 rows: tilec kept f16 throughout); tl.cumsum widens
-narrow integers by their sign (u8 to u32) and takes a dtype; tl.softmax normalises a f16 row in f32.
-tests/fuzz/test_vs_triton.py checks their references against Triton's interpreter too.
+narrow integers by their sign (u8 to u32) and takes a dtype; tl.softmax normalises a f16 row in f32. Also
+the standard-library entries tilec lacked: tl.reduce_or, tl.add/tl.sub/tl.mul. tests/fuzz/test_vs_triton.py
+checks their references against Triton's interpreter too.
 """
 
 from __future__ import annotations
@@ -86,6 +87,30 @@ def _softmax_ref(a: list) -> dict:
     return {1: (e / e.sum(dtype=np.float32)).astype(np.float32)}
 
 
+OR_AND_ARITH = src("""
+@triton.jit
+def or_and_arith(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, tl.add(x, y) * 7 + tl.sub(x, y, sanitize_overflow=False) * 3 + tl.mul(x, y))
+    tl.store(out_ptr + BLOCK, tl.reduce_or(x, 0))
+    tl.store(out_ptr + BLOCK + 1, tl.reduce_or(y.to(tl.uint8), 0) + 100)  # u8: wraps past 255
+""")
+
+
+def _or_arith_inputs(r: np.random.Generator) -> list:
+    return [r.integers(-1000, 1000, 16).astype(np.int32), r.integers(0, 1 << 20, 16).astype(np.int32),
+            np.zeros(18, np.int32)]  # fmt: skip
+
+
+def _or_arith_ref(a: list) -> dict:
+    x, y = a[0].astype(np.int64), a[1].astype(np.int64)
+    out = ((x + y) * 7 + (x - y) * 3 + x * y).astype(np.int32)  # wraps as i32 does
+    u8_or = int(np.bitwise_or.reduce(a[1].astype(np.uint8)))
+    return {2: np.concatenate([out, [np.bitwise_or.reduce(a[0]), (u8_or + 100) % 256]]).astype(np.int32)}
+
+
 CASES = [
     Case("max_min_widen_narrow_types", NARROW_MAX_MIN, "narrow_max_min", _narrow_inputs, (1,), _narrow_ref,
          {"BLOCK": 64}, rtol=2e-6),  # fmt: skip
@@ -93,4 +118,6 @@ CASES = [
     Case("softmax_f16_in_f32", SOFTMAX_F16, "softmax_f16",
          lambda r: [r.uniform(-3, 3, 64).astype(np.float16), np.zeros(64, np.float32)], (1,), _softmax_ref,
          {"BLOCK": 64}, rtol=2e-6),  # fmt: skip
+    Case("reduce_or_and_tl_add_sub_mul", OR_AND_ARITH, "or_and_arith", _or_arith_inputs, (1,), _or_arith_ref,
+         {"BLOCK": 16}),  # fmt: skip
 ]
