@@ -41,7 +41,9 @@ TENSOR_METHODS = {
     "xor_sum": LIB["xor_sum"],
     **{name: LIB[name] for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs", "floor",
                                     "ceil", "erf", "sigmoid", "softmax", "cast", "split", "sort", "flip", "topk",
-                                    "gather")
+                                    "gather", "cdiv", "reduce_or", "sqrt_rn", "histogram", "item", "store",
+                                    "atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min",
+                                    "atomic_and", "atomic_or", "atomic_xor")
        if name in LIB},
 }
 DTYPE_ATTRS = ("element_ty", "primitive_bitwidth", "name", "is_ptr", "is_floating", "is_int", "is_int_signed",

@@ -708,6 +708,23 @@ for _k in ("sum", "max", "min", "argmax", "argmin", "xor_sum"):
 LIB["reduce_or"] = _reduction("or")
 
 
+@api("item")
+def _item(sem: Semantic, x: Any) -> Tensor:
+    """A one-element tile as a scalar (Triton's `x.item()`); a scalar as it is."""
+    t = tensor(sem, x, "item()")
+    n = 1
+    for d in t.shape:
+        n *= d
+    if n != 1:
+        raise sem.error(f"item() takes a one-element tile, got shape {list(t.shape)}")
+    return t if not t.shape else reduce(sem, t, None, "max")
+
+
+@api("to_tensor")
+def _to_tensor(sem: Semantic, x: Any) -> Tensor:
+    return tensor(sem, x, "tl.to_tensor")
+
+
 def scan(sem: Semantic, x: Any, axis: Any, kind: str, reverse: Any = False, dtype: Any = None) -> Tensor:
     """tl.cumsum/tl.cumprod: in `dtype` where given, else an integer narrower than 32 bits in i32 or u32 (as
     tl.sum; Triton 3.9 widens cumprod's so too)."""

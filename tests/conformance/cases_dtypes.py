@@ -2,8 +2,9 @@
 widen a type narrower than 32 bits (f16, bf16 and fp8 to f32, i1/i8/u8/i16/u16 to i32) and return it, so what follows
 them computes in f32 or i32 (FlagGems' softmax over f16 rows: tilec kept f16 throughout); tl.cumsum widens
 narrow integers by their sign (u8 to u32) and takes a dtype; tl.softmax normalises a f16 row in f32. Also
-the standard-library entries tilec lacked: tl.reduce_or, tl.add/tl.sub/tl.mul. tests/fuzz/test_vs_triton.py
-checks their references against Triton's interpreter too.
+the standard-library entries tilec lacked: tl.reduce_or, tl.add/tl.sub/tl.mul, tl.to_tensor, and the
+tensor-method forms of cdiv, reduce_or, sqrt_rn, histogram, item, store and the atomics.
+tests/fuzz/test_vs_triton.py checks their references against Triton's interpreter too.
 """
 
 from __future__ import annotations
@@ -111,6 +112,37 @@ def _or_arith_ref(a: list) -> dict:
     return {2: np.concatenate([out, [np.bitwise_or.reduce(a[0]), (u8_or + 100) % 256]]).astype(np.int32)}
 
 
+METHOD_FORMS = src("""
+@triton.jit
+def method_forms(x_ptr, f_ptr, out_ptr, fout_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    f = tl.load(f_ptr + offs)
+    (out_ptr + offs).store(x.cdiv(3))
+    (out_ptr + BLOCK + tl.arange(0, 8)).store(x.histogram(8))
+    tl.store(out_ptr + 2 * BLOCK, x.reduce_or(0) + tl.to_tensor(5))
+    tl.store(out_ptr + 2 * BLOCK + 1, x.sum(0, keep_dims=True).item() * 2)
+    (out_ptr + 2 * BLOCK + 2 + offs % 2).atomic_add(x)
+    (fout_ptr + offs).store(f.sqrt_rn())
+""")
+
+
+def _method_inputs(r: np.random.Generator) -> list:
+    return [r.integers(0, 8, 16).astype(np.int32), r.uniform(0.5, 4.0, 16).astype(np.float32),
+            np.zeros(36, np.int32), np.zeros(16, np.float32)]  # fmt: skip
+
+
+def _method_ref(a: list) -> dict:
+    x, f = a[0], a[1]
+    out = np.zeros(36, np.int32)
+    out[:16] = -(-x // 3)
+    out[16:24] = np.bincount(x, minlength=8)[:8]
+    out[32] = np.bitwise_or.reduce(x) + 5
+    out[33] = x.sum() * 2
+    out[34], out[35] = x[0::2].sum(), x[1::2].sum()
+    return {2: out, 3: np.sqrt(f).astype(np.float32)}
+
+
 CASES = [
     Case("max_min_widen_narrow_types", NARROW_MAX_MIN, "narrow_max_min", _narrow_inputs, (1,), _narrow_ref,
          {"BLOCK": 64}, rtol=2e-6),  # fmt: skip
@@ -120,4 +152,5 @@ CASES = [
          {"BLOCK": 64}, rtol=2e-6),  # fmt: skip
     Case("reduce_or_and_tl_add_sub_mul", OR_AND_ARITH, "or_and_arith", _or_arith_inputs, (1,), _or_arith_ref,
          {"BLOCK": 16}),  # fmt: skip
+    Case("tensor_method_forms", METHOD_FORMS, "method_forms", _method_inputs, (1,), _method_ref, {"BLOCK": 16}),
 ]
