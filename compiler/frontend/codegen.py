@@ -33,7 +33,8 @@ def _logical(op: ast.operator) -> Any:
 
 
 TENSOR_METHODS = {
-    "to": lambda sem, x, dtype, fp_downcast_rounding=None, bitcast=False: cast(sem, x, dtype, None, bitcast),
+    "to": lambda sem, x, dtype, fp_downcast_rounding=None, bitcast=False: cast(sem, x, dtype, fp_downcast_rounding,
+                                                                               bitcast),
     "logical_and": _logical(ast.BitAnd()), "logical_or": _logical(ast.BitOr()),
     "sum": LIB["sum"], "max": LIB["max"], "min": LIB["min"], "argmax": LIB["argmax"], "argmin": LIB["argmin"],
     "reshape": reshape, "view": reshape, "trans": trans, "permute": trans, "expand_dims": expand_dims,

@@ -456,7 +456,23 @@ def _isnan(sem: Semantic, x: Any) -> Tensor:
 def cast(sem: Semantic, input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False) -> Tensor:
     t = tensor(sem, input, "the value to cast")
     target = dtype_arg(sem, dtype)
+    if fp_downcast_rounding is not None and not bitcast:
+        _downcast_rounding(sem, t, target, fp_downcast_rounding)
     return sem.bitcast(t, target) if bitcast else sem.cast(t, target)
+
+
+def _downcast_rounding(sem: Semantic, t: Tensor, target: Any, mode: Any) -> None:
+    """Triton's checks of `fp_downcast_rounding`, and a refusal of "rtz" (round toward zero), which tilec's
+    conversions do not do: a located error (under the drop-in, Triton's own build) instead of other bits."""
+    if mode not in ("rtne", "rtz"):
+        raise sem.error(f"Invalid rounding mode: {mode!r}. Supported rounding modes are 'rtne' and 'rtz'.")
+    src = t.elem
+    if not (isinstance(src, ScalarType) and isinstance(target, ScalarType) and src.is_float and target.is_float
+            and target.bits < src.bits):  # fmt: skip
+        raise sem.error(f"fp_downcast_rounding should be set only for truncating fp conversions (from {src} to "
+                        f"{target})")  # fmt: skip
+    if mode == "rtz":
+        raise sem.error(f"fp_downcast_rounding='rtz' (round toward zero, {src} to {target}) is not supported")
 
 
 # ---- compiler hints, assertions ----------------------------------------------------------------

@@ -198,3 +198,30 @@ def test_internal_errors_are_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_int_constant_past_64_bits_is_refused_even_where_a_float_is_wanted() -> None:
     e = err("def k(x_ptr, n, BLOCK: tl.constexpr):\n    tl.store(x_ptr, 2 ** 200)\n")
     assert (e.line, e.col) == (7, 5) and "does not fit in 64 bits" in str(e)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ('x.to(tl.float16, fp_downcast_rounding="rtz")',
+         "fp_downcast_rounding='rtz' (round toward zero, f32 to f16) is not supported"),
+        ('tl.cast(x, tl.float64, fp_downcast_rounding="rtne")',
+         "fp_downcast_rounding should be set only for truncating fp conversions (from f32 to f64)"),
+        ('x.to(tl.bfloat16, fp_downcast_rounding="up")',
+         "Invalid rounding mode: 'up'. Supported rounding modes are 'rtne' and 'rtz'."),
+    ],
+)  # fmt: skip
+def test_fp_downcast_rounding_is_checked_and_rtz_refused_not_ignored(call: str, message: str) -> None:
+    """Triton's checks of the rounding mode; round toward zero, which tilec's conversions do not do, is a located
+    refusal (the drop-in then runs the kernel under Triton) rather than round-to-nearest bits."""
+    e = err(f"""\
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        tl.store(x_ptr + tl.arange(0, BLOCK), {call}.to(tl.float32))
+    """)
+    assert e.message == message and e.line == 8
+    compile_src("""\
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        tl.store(x_ptr + tl.arange(0, BLOCK), x.to(tl.float16, fp_downcast_rounding="rtne").to(tl.float32))
+    """)  # round to nearest even: the conversion as tilec does it
