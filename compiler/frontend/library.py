@@ -591,7 +591,8 @@ def reshape(sem: Semantic, input: Any, *shape: Any, can_reorder: Any = False) ->
 
 
 @api("ravel")
-def _ravel(sem: Semantic, x: Any) -> Tensor:
+def _ravel(sem: Semantic, x: Any, can_reorder: Any = False) -> Tensor:
+    """Row-major order always (can_reorder lets Triton pick another order; this one is among those allowed)."""
     t = tensor(sem, x, "tl.ravel")
     n = 1
     for d in t.shape:
@@ -725,9 +726,9 @@ LIB["reduce_or"] = _reduction("or")
 
 
 @api("item")
-def _item(sem: Semantic, x: Any) -> Tensor:
+def _item(sem: Semantic, input: Any) -> Tensor:
     """A one-element tile as a scalar (Triton's `x.item()`); a scalar as it is."""
-    t = tensor(sem, x, "item()")
+    t = tensor(sem, input, "item()")
     n = 1
     for d in t.shape:
         n *= d
