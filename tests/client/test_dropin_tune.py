@@ -165,3 +165,50 @@ def test_an_autotuner_class_with_a_run_of_its_own_is_left_as_it_is() -> None:
     tuner = LibTuner(Kernel(), NAMES, CONFIGS, ["n"], None, None)
     assert fast_tuner(tuner) is tuner and type(tuner) is LibTuner
     assert tuner.run(x32, grid=(1,), warmup=False) == "the library's"
+
+
+KERNEL_MODULE = '''
+import triton
+import triton.language as tl
+
+TIMED = []
+
+
+def do_bench(fn, quantiles=None):
+    TIMED.append(1)
+    fn()
+    return [1.0, 1.0, 1.0]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"], do_bench=do_bench)
+@triton.jit
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3.0, mask=offs < n)
+'''
+
+
+def test_a_package_kernel_under_install_tunes_once_then_takes_the_cached_path(tmp_path, monkeypatch) -> None:
+    """End to end on the cpu target: the package's autotuner is the cached-path class, its first call times both
+    configs through tilec's launches, a second call with the same key times nothing and computes the same."""
+    import importlib
+    import sys
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    (tmp_path / "tuned_pkg_mod.py").write_text(KERNEL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = tilec.stats()["launched"]
+    tilec.install()
+    try:
+        mod = importlib.import_module("tuned_pkg_mod")
+        assert type(mod.scale).__name__ == "TilecAutotuner"
+        x = torch.linspace(-1, 1, 100)
+        for call in range(3):
+            y = torch.zeros(100)
+            mod.scale[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+            np.testing.assert_allclose(y.numpy(), x.numpy() * 3.0, rtol=1e-6)
+            assert len(mod.TIMED) == 2, f"call {call}: only the first call times the configs"
+        assert tilec.stats()["launched"] - before >= 2 + 3  # each config timed once, then three launches
+    finally:
+        tilec.uninstall()
+        sys.modules.pop("tuned_pkg_mod", None)
