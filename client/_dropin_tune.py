@@ -61,12 +61,12 @@ def _plan(tuner: Any) -> Any:
         names = list(tuner.arg_names)
         keys = list(tuner.keys)
         tuner.cache.get  # noqa: B018 - read for its presence
-        single = len(tuner.configs) <= 1
+        len(tuner.configs)
     except (AttributeError, TypeError):
         plan: Any = False
     else:
         position = {n: i for i, n in enumerate(names)}
-        plan = (tuple((k, position[k]) for k in keys if k in position), position, single)
+        plan = (tuple((k, position[k]) for k in keys if k in position), position)
     tuner.__dict__["_tilec_plan"] = plan
     return plan
 
@@ -88,7 +88,7 @@ def tuning_key(plan: tuple, args: tuple, kwargs: dict) -> tuple | None:
     a dtype (positional ones first, then keyword ones naming parameters, in the call's order); None for a
     call that names a positional parameter again or passes more arguments than there are parameters (Triton's
     own path says what is wrong)."""
-    keyed, position, _ = plan
+    keyed, position = plan
     n = len(args)
     if n > len(position):
         return None  # more arguments than parameters: Triton's key leaves the rest out, and its run says so
@@ -125,8 +125,8 @@ def _cached_run(triton_run: Any) -> Any:
             plan = _plan(self)
         config = None
         if plan:
-            if plan[2]:
-                config = self.configs[0]
+            if len(self.configs) <= 1:  # Triton's run takes the one config without a key (read each call: a
+                config = self.configs[0]  # library may replace the list)
             else:
                 key = tuning_key(plan, args, kwargs)
                 if key is not None:
