@@ -267,6 +267,20 @@ class ReduceLowering:
 
         return numel, strides, base, at
 
+    def _store_partials(self, writer, widx, numel: int, at, elems: list, items) -> list:
+        """Each item (element offset, its values): where `writer` holds, the values to warp `widx`'s slot of that
+        element (one plane per tuple member); the offsets, in order. `items` may be lazy: each offset is built
+        just before its store, as the IR had it."""
+        bld = self.b
+        offs = []
+        for el, values in items:
+            offs.append(el)
+            with bld.if_then(writer):
+                slot = bld.add(bld.mul(widx, ir.Constant(ops.I32, numel)), el)
+                for k, (x, e) in enumerate(zip(values, elems, strict=True)):
+                    self.smem_store(at(k, slot), x, e)
+        return offs
+
     def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, fn, elems: list):
         """Each warp's partial results to shared memory (one plane per register of the tuple), then every
         thread folds the warps' partials in warp order."""
@@ -281,14 +295,9 @@ class ReduceLowering:
             widx = bld.or_(widx, bld.shl(bit, ir.Constant(ops.I32, j)))
         writer = bld.icmp_unsigned("==", bld.and_(self.lane, ir.Constant(ops.I32, lane_mask)), ir.Constant(ops.I32, 0))
 
-        offs = []
-        for r, p in enumerate(parts):
-            el = bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, r, strides)))
-            offs.append(el)
-            with bld.if_then(writer):
-                slot = bld.add(bld.mul(widx, ir.Constant(ops.I32, numel)), el)
-                for k, (x, e) in enumerate(zip(p, elems, strict=True)):
-                    self.smem_store(at(k, slot), x, e)
+        offs = self._store_partials(writer, widx, numel, at, elems,
+                                    ((bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, r, strides))), p)
+                                     for r, p in enumerate(parts)))  # fmt: skip
         self.barrier()
         out = []
         for el in offs:

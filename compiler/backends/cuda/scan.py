@@ -158,14 +158,10 @@ class ScanLowering:
         last_lane = ir.Constant(ops.I32, (1 << lane_bits[1]) - 1)
         lpos = self._axis_pos(self.lane, lane_bits[0], lane_bits[1], rev) if lane_bits[1] else last_lane
         writer = bld.icmp_unsigned("==", lpos, last_lane)
-        offs = []
-        for t, (reg, s) in zip(totals, slots, strict=True):
-            el = bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, reg, strides) + s * nw * numel))
-            offs.append(el)
-            with bld.if_then(writer):
-                slot = bld.add(bld.mul(phys, ir.Constant(ops.I32, numel)), el)
-                for k, (x, e) in enumerate(zip(t, elems, strict=True)):
-                    self.smem_store(at(k, slot), x, e)
+        offs = self._store_partials(
+            writer, phys, numel, at, elems,
+            ((bld.add(base, ir.Constant(ops.I32, self._reg_index(res_lay, reg, strides) + s * nw * numel)), t)
+             for t, (reg, s) in zip(totals, slots, strict=True)))  # fmt: skip
         self.barrier()
         seg_totals = [] if seg else None
         for g, el in enumerate(offs):
