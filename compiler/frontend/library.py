@@ -682,8 +682,8 @@ def reduce(sem: Semantic, x: Any, axis: Any, kind: str, keep_dims: Any = False, 
         raise sem.error(f"tl.{'xor_sum' if kind == 'xor' else 'reduce_or'} only takes integers, got {t.dtype}")
     if dtype is not None:
         t = sem.cast(t, dtype_arg(sem, dtype))
-    elif kind in ("sum", "prod") and _sum_type(t.elem) is not None:
-        t = sem.cast(t, _sum_type(t.elem))
+    elif kind in ("sum", "prod") and (wide := _sum_type(t.elem)) is not None:
+        t = sem.cast(t, wide)
     elif widen and t.elem.bits < 32:
         t = sem.cast(t, ScalarType("f32") if t.elem.is_float else i32)
     rank = len(t.shape)
@@ -729,12 +729,11 @@ LIB["reduce_or"] = _reduction("or")
 def _item(sem: Semantic, input: Any) -> Tensor:
     """A one-element tile as a scalar (Triton's `x.item()`); a scalar as it is."""
     t = tensor(sem, input, "item()")
-    n = 1
-    for d in t.shape:
-        n *= d
-    if n != 1:
+    if not t.shape:
+        return t
+    if t.type.numel != 1:
         raise sem.error(f"item() takes a one-element tile, got shape {list(t.shape)}")
-    return t if not t.shape else reduce(sem, t, None, "max")
+    return reduce(sem, t, None, "max")
 
 
 @api("to_tensor")
@@ -750,8 +749,8 @@ def scan(sem: Semantic, x: Any, axis: Any, kind: str, reverse: Any = False, dtyp
         raise sem.error("a scan needs a tile, got a scalar")
     if dtype is not None:
         t = sem.cast(t, dtype_arg(sem, dtype))
-    elif kind in ("sum", "prod") and _sum_type(t.elem) is not None:
-        t = sem.cast(t, _sum_type(t.elem))
+    elif kind in ("sum", "prod") and (wide := _sum_type(t.elem)) is not None:
+        t = sem.cast(t, wide)
     ax = norm_axis(sem, axis, len(t.shape))
     attrs = {"reverse": True} if reverse else {}
     return Tensor(sem.b.op1("scan", [t.value], t.type, kind=kind, axis=ax, **attrs))
