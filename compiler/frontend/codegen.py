@@ -16,8 +16,9 @@ from ..ir import Loc, Module
 from ..ir.types import ScalarType
 from . import blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
 from .blockptr import BlockPtr
-from .library import LIB, cast, expand_dims, lookup, reduce, reshape, scan, trans
+from .library import LIB, cast, expand_dims, lookup, reshape, trans
 from .reader import KernelSource, ModuleInfo, canonical_module
+from .reductions import reduce, scan
 from .semantic import Aggregate, CountingBuilder, Semantic, Tensor, describe, is_const, is_number
 from .types import BlockPtrType, BlockType, DType
 

@@ -9,7 +9,8 @@ import ast
 from typing import Any
 
 from ..ir.types import PointerType, ScalarType, i32
-from .library import LIB, _float_operand, cx_int, dtype_arg, expand_dims, reduce, reshape, tensor
+from .library import LIB, _float_operand, cx_int, dtype_arg, expand_dims, reshape, tensor
+from .reductions import reduce
 from .semantic import Semantic, Tensor, describe
 from .types import DType
 
