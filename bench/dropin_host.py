@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tutorials import load_head  # noqa: E402
 
 POINTS = {"02": [("fp32", 256), ("fp32", 1024)],
-          "03": [("fp16", 256), ("fp16", 768), ("fp16", 1792), ("fp8", 768), ("fp8", 1280)]}  # fmt: skip
+          "03": [("fp16", 256), ("fp16", 768), ("fp16", 1792), ("fp8", 256), ("fp8", 768), ("fp8", 1280)]}  # fmt: skip
 FILES = {"02": "02-fused-softmax.py", "03": "03-matrix-multiplication.py"}
 
 

@@ -138,6 +138,10 @@ def _cases(flaggems: Path) -> dict:
               "stride": "i32", "N": "i32", "eps": "fp32"}  # fmt: skip
     cases["layer_norm"] = (_function_source(ROOT / "bench/speed_kernels.py", "layer_norm_fwd"), "layer_norm_fwd", ln_sig,
                            {"BLOCK_SIZE": 1024}, ["X", "Y", "W", "B", "Mean", "Rstd", "stride", "N"], 8, 3)  # fmt: skip
+    sm_sig = {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32", "output_row_stride": "i32",
+              "n_cols": "i32"}  # fmt: skip
+    cases["tutorial_softmax"] = (_function_source(ROOT / "bench/speed_kernels.py", "softmax_kernel"), "softmax_kernel",
+                                 sm_sig, {"BLOCK_SIZE": 1024}, ["output_ptr", "input_ptr"], 8, 3)  # the speed table's n=1000  # fmt: skip
     if (ops / "upsample_bicubic2d_aa.py").is_file():
         bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {
             n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")

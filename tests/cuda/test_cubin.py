@@ -68,8 +68,14 @@ def test_softmax_reduces_with_shuffles_and_smem_across_warps() -> None:
     art = compile_cuda("fused_softmax", 90, emit="ptx", consts={"BLOCK_SIZE": 1024})
     assert "shfl.sync.bfly" in art.ptx
     assert "bar.sync" in art.ptx
-    small = compile_cuda("fused_softmax", 90, emit="ptx")  # 128 columns: one warp's lanes hold a row
+    # 128 columns with 16-byte aligned rows: 4 floats a thread, so one warp's lanes hold a row
+    aligned = {p: {"divisibility": 16} for p in ("output_ptr", "input_ptr", "input_row_stride", "output_row_stride")}
+    small = compile_cuda("fused_softmax", 90, emit="ptx", hints=aligned)
     assert "shfl.sync.bfly" in small.ptx and "bar.sync" not in small.ptx
+    # rows at a runtime stride (alignment unknown): one float a thread over all four warps, as Triton lays them
+    # out, so that a warp's scalar loads are consecutive; the row's maximum then crosses warps
+    unaligned = compile_cuda("fused_softmax", 90, emit="ptx")
+    assert "bar.sync" in unaligned.ptx and "ld.global.v" not in unaligned.ptx
 
 
 def test_num_warps_sets_block_size() -> None:

@@ -147,10 +147,15 @@ def test_a_running_sum_is_carried_in_the_layout_it_is_read_in_after_the_loop() -
     assert carried[1] == access
     assert "lane=(1)(2)(4)(8)(16)" in carried[0], carried  # the slice of the load's layout along the columns
     art = compile_kernel(RUNNING_SUM, "weighted", signature=sig, constexprs={"BLOCK": 256},
-                         options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
+                         hints={"out_ptr": {"divisibility": 16}}, options=CompileOptions(target="cuda:sm_90"),
+                         emit="ptx")  # fmt: skip
     # one conversion through shared memory is left: the result into the store's (vectorised) layout, its
     # 2x256 tile 4 registers a thread; carried in its zeros' layout, `wsum` crossed it too (4 barriers)
     assert art.ptx.count("bar.sync") == 2 and art.ptx.count("st.shared") == 4, art.ptx
+    # an output of unknown alignment is stored one element a thread, the load's layout: no conversion at all
+    plain = compile_kernel(RUNNING_SUM, "weighted", signature=sig, constexprs={"BLOCK": 256},
+                           options=CompileOptions(target="cuda:sm_90"), emit="ptx")  # fmt: skip
+    assert "bar.sync" not in plain.ptx and "st.shared" not in plain.ptx, plain.ptx
 
 
 def test_predicated_loads_and_stores_are_calls_that_return() -> None:

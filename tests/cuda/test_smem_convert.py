@@ -84,7 +84,7 @@ def mm(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.conste
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
 """
     art = compile_kernel(src, "mm", signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"},
-                         constexprs={"BM": 128, "BN": 128, "BK": 64}, hints={"K": {"divisibility": 16}},
+                         constexprs={"BM": 128, "BN": 128, "BK": 64}, hints={p: {"divisibility": 16} for p in ("a_ptr", "b_ptr", "c_ptr", "K")},
                          options=CompileOptions(target="cuda:sm_90", num_warps=4), emit="ptx")  # fmt: skip
     reads = re.findall(r"ld\.shared(\.\w+)*", art.ptx)
     assert "wgmma.mma_async" in art.ptx

@@ -241,7 +241,10 @@ class GpuLayoutPass:
             return plan.default(shape)
         dim = max(range(len(shape)), key=lambda d: (info.contiguity[d], d))
         contig = info.contiguity[dim]
-        vec = max(1, min(contig, max(1, 16 // ebytes), shape[dim]))
+        # as Triton's coalescing: no wider than the address is known to be aligned (a row at a runtime stride
+        # gets one element a thread, so that a warp's scalar accesses are consecutive, not 16 bytes apart)
+        align = max(1, info.divisibility[dim] // max(1, ebytes))
+        vec = max(1, min(contig, align, max(1, 16 // ebytes), shape[dim]))
         numel = 1
         for n in shape:
             numel *= n
@@ -251,8 +254,8 @@ class GpuLayoutPass:
             # than a 16-byte vector each spreads over all threads (narrower vectors) rather than leaving
             # replicated warps to load the same addresses again ([1024] fp16 over 8 warps: 4 a thread, v2)
             vec = min(vec, per_thread)
-        if vec == 1 and ptr in plan.strong:
-            return plan.natural[ptr]  # no vector access possible: keep the layout the offsets came in
+        if vec == 1 and ptr in plan.strong and contig < 2:
+            return plan.natural[ptr]  # a gather: keep the layout the offsets came in
         order = (dim,) + tuple(d for d in range(len(shape) - 1, -1, -1) if d != dim)
         return blocked(shape, self.num_warps, vec, order)
 
