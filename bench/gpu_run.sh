@@ -194,6 +194,23 @@ if [ "$stage" = host_recheck ]; then
   [ "$(left)" -gt 120 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 45 )) --json "$OUT/speed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/speed.log" | tail -40
 fi
+if [ "$stage" = coalesce ]; then
+  # after a change to the access layouts (gpu-layout): the GPU tests that launch strided and unaligned tiles, tutorial
+  # 03's configs one by one on both sides (carry .wt/tutorials), the speed table; then FlagGems' ops in CUDA graphs
+  # (carry .wt/flaggems) in the time left
+  t0=$(date +%s); left() { echo $(( ${CO_BUDGET:-560} - ($(date +%s) - t0) )); }
+  timeout "${CO_TESTS_S:-220}" python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
+    tests/cuda/test_gpu_every_op.py tests/cuda/test_sort_gather.py tests/cuda/test_scan_parallel.py tests/cuda/test_prefetch.py \
+    ${CO_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -6
+  timeout 150 python3 bench/tutorial03_configs.py .wt/tutorials ${CO_POINTS:+--points $CO_POINTS} 2>&1 | grep -v -i warn \
+    | tee "$OUT/tutorial03_configs.log" | tail -60
+  [ "$(left)" -gt 100 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) ${CO_SPEED_ONLY:+--only "$CO_SPEED_ONLY"} \
+    --json "$OUT/speed.json" 2>&1 | grep -v -i warn | tee "$OUT/speed.log" | tail -34
+  if [ -d .wt/flaggems/src ] && [ "$(left)" -gt 90 ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout "$(left)" python3 bench/flaggems_ops.py --graph --timeout 80 2>&1 \
+      | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -22
+  fi
+fi
 if [ "$stage" = softmax_kernel ]; then
   # the fused-softmax tutorial's kernel alone, L2 cold, Triton's build against tilec's at gpu-prefetch depths
   # (bench/softmax_kernel.py; carry .wt/tutorials), after the prefetch GPU tests
