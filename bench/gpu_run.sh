@@ -106,6 +106,26 @@ if [ "$stage" = ncu_bmm ]; then
   (unset CUDA_VISIBLE_DEVICES; timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_sandbox_cuda.py tests/cuda/test_bench_keep.py 2>&1 | tee "$OUT/one_gpu_tests.log" | tail -8)
 fi
+if [ "$stage" = ncu_t03 ]; then
+  # tutorial 03's kernel at one config and point under Nsight Compute, each side (bench/tutorial03_configs.py's
+  # T03_ONCE; carry .wt/tutorials): where a per-iteration gap goes
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for side in triton tilec; do
+    T03_ONCE="${T03_CFG:-128x128x32 g8 w4 s4}" TILEC_CACHE_DIR=$(mktemp -d) timeout 200 "$NCU" --kernel-name regex:matmul_kernel \
+      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+      python3 bench/tutorial03_configs.py --child $side "$PWD/.wt/tutorials" "${T03_POINT:-fp16:1280}" > "$OUT/ncu_t03_$side.log" 2>&1
+    echo "== $side (ncu exit $?)"; grep -v -i "warn\|^==PROF==\|----" "$OUT/ncu_t03_$side.log" | grep -E "^\s+[A-Z][A-Za-z /.-]+\s{2,}" | head -80
+    if [ -n "${T03_SOURCE:-}" ]; then  # per SASS instruction: executions and stall samples, into $OUT
+      T03_ONCE="${T03_CFG:-128x128x32 g8 w4 s4}" TILEC_CACHE_DIR=$(mktemp -d) timeout 200 "$NCU" --kernel-name regex:matmul_kernel \
+        --launch-skip 2 --launch-count 1 --section WarpStateStats --section SourceCounters --import-source no -f -o "$OUT/t03_$side" \
+        python3 bench/tutorial03_configs.py --child $side "$PWD/.wt/tutorials" "${T03_POINT:-fp16:1280}" > /dev/null 2>&1
+      "$NCU" -i "$OUT/t03_$side.ncu-rep" --page source --csv --print-source sass > "$OUT/t03_${side}_sass.csv" 2>&1
+      "$NCU" -i "$OUT/t03_$side.ncu-rep" --page details --print-details all > "$OUT/t03_${side}_details.txt" 2>&1
+      echo "source page: $(wc -l < "$OUT/t03_${side}_sass.csv") lines"; grep -i "stall" "$OUT/t03_${side}_details.txt" | head -30
+    fi
+  done
+fi
 if [ "$stage" = bmm ]; then
   # issue 24's batched matmul after a change to the pipelined loop's addressing or the wgmma descriptors: the probe's
   # variants timed against Triton (and their PTX and cubins), then the GPU tests of every dot, pipeline, TMA and

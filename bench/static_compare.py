@@ -142,6 +142,18 @@ def _cases(flaggems: Path) -> dict:
               "n_cols": "i32"}  # fmt: skip
     cases["tutorial_softmax"] = (_function_source(ROOT / "bench/speed_kernels.py", "softmax_kernel"), "softmax_kernel",
                                  sm_sig, {"BLOCK_SIZE": 1024}, ["output_ptr", "input_ptr"], 8, 3)  # the speed table's n=1000  # fmt: skip
+    tut03 = ROOT / ".wt/tutorials/03-matrix-multiplication.py"
+    if tut03.is_file():  # Triton's tutorial 03 as published, at configs of its own list (bench/tutorial03_configs.py)
+        src = _function_source(tut03, "matmul_kernel") + "\n\n" + _function_source(tut03, "leaky_relu").split("\n\n\n", 1)[1]
+        names = ["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"]
+        for dt, (bm, bn, bk, w, st) in [("fp16", (128, 128, 32, 4, 4)), ("fp16", (64, 128, 64, 4, 4)),
+                                        ("fp16", (64, 32, 32, 2, 5)), ("fp8", (64, 32, 32, 2, 5))]:  # fmt: skip
+            ptr = "*fp8e5" if dt == "fp8" else "*fp16"
+            sig = {"a_ptr": ptr, "b_ptr": ptr, "c_ptr": "*fp16"} | {n: "i32" for n in names}
+            ones = ["stride_ak", "stride_cn", "stride_bk" if dt == "fp8" else "stride_bn"]  # fp8's b is b.T
+            consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+            cases[f"t03_{dt}_{bm}x{bn}x{bk}w{w}"] = (src, "matmul_kernel", sig, consts,
+                                                     [p for p in sig if p not in ones], w, st, ones)  # fmt: skip
     if (ops / "upsample_bicubic2d_aa.py").is_file():
         bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {
             n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")

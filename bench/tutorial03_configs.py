@@ -8,6 +8,8 @@ config each side's autotuner picks for the tutorial's own `matmul(a, b)`. Per po
   tutorial's benchmark takes when its host time keeps up.
 
 Usage (GPU machine, repo root): python3 bench/tutorial03_configs.py [TUTORIALS_DIR] [--points fp16:256,fp16:768]
+Under Nsight Compute, one side and one config: T03_ONCE="128x128x32 g8 w4 s4" python3 bench/tutorial03_configs.py
+--child {triton|tilec} TUTORIALS_DIR fp16:1280
 """
 
 from __future__ import annotations
@@ -43,10 +45,18 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
 
     mod = load_head(tutorials / "03-matrix-multiplication.py")
     tuner = mod.matmul_kernel
+    once = os.environ.get("T03_ONCE")  # "128x128x32 g8 w4 s4": that config alone, launched 3 times (for ncu)
     for dtype, n in points:
         a, b = _matrices(dtype, n)
         c = torch.empty((n, n), device="cuda", dtype=torch.float16)
         args = (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        if once:
+            for cfg in [c for c in tuner.configs if _cfg_text(c) == once]:
+                grid = (triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),)
+                for _ in range(3):
+                    tuner.fn.run(*args, ACTIVATION="", grid=grid, warmup=False, **cfg.all_kwargs())
+                torch.cuda.synchronize()
+            continue
         mod.matmul(a, b)  # the tutorial's call: its autotuner's choice for this point
         chosen = _cfg_text(tuner.best_config)
         for cfg in tuner.configs:
