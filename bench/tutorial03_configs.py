@@ -49,10 +49,25 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
     for dtype, n in points:
         a, b = _matrices(dtype, n)
         c = torch.empty((n, n), device="cuda", dtype=torch.float16)
-        args = (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        args = (
+            a,
+            b,
+            c,
+            n,
+            n,
+            n,
+            a.stride(0),
+            a.stride(1),
+            b.stride(0),
+            b.stride(1),
+            c.stride(0),
+            c.stride(1),
+        )
         if once:
             for cfg in [c for c in tuner.configs if _cfg_text(c) == once]:
-                grid = (triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),)
+                grid = (
+                    triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),
+                )
                 for _ in range(3):
                     tuner.fn.run(*args, ACTIVATION="", grid=grid, warmup=False, **cfg.all_kwargs())
                 torch.cuda.synchronize()
@@ -62,7 +77,7 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
         for cfg in tuner.configs:
             grid = (triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),)
 
-            def launch(cfg=cfg, grid=grid):  # type: ignore[no-untyped-def]
+            def launch(cfg=cfg, grid=grid, args=args):  # type: ignore[no-untyped-def]
                 tuner.fn.run(*args, ACTIVATION="", grid=grid, warmup=False, **cfg.all_kwargs())
 
             row = {"mode": mode, "dtype": dtype, "n": n, "config": _cfg_text(cfg), "chosen": chosen}
@@ -87,7 +102,9 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
                 end.record()
                 torch.cuda.synchronize()
                 row["graph_us"] = start.elapsed_time(end) / 200 * 1e3
-                row["cold_us"] = triton.testing.do_bench(launch, warmup=10, rep=50, return_mode="median") * 1e3
+                row["cold_us"] = (
+                    triton.testing.do_bench(launch, warmup=10, rep=50, return_mode="median") * 1e3
+                )
             except Exception as exc:  # noqa: BLE001 - a config that cannot build or run is reported as such
                 row["error"] = f"{type(exc).__name__}: {exc}"[:160]
             print("ROW " + json.dumps(row), flush=True)
@@ -127,7 +144,7 @@ def main() -> None:
         def f(r: dict, k: str) -> str:
             return f"{r[k]:.2f}" if k in r else r.get("error", "-")[:10]
 
-        def ratio(k: str) -> str:
+        def ratio(k: str, tri: dict = tri, til: dict = til) -> str:
             return f"{tri[k] / til[k]:.2f}" if k in tri and k in til else "-"
 
         print(f"{dtype}:{n:<6d} {cfg:24s} {f(tri, 'graph_us'):>12s} {f(til, 'graph_us'):>11s} {ratio('graph_us'):>6s} "

@@ -55,6 +55,7 @@ class CudaOptions:
     issue_after_last_dot: bool = True  # a loop of several wgmma dots issues its copies after the last one's group
     mma_in_flight_across: bool = True  # ...whose group may stay in flight into the next iteration
     uniform_warp: bool = True  # the warp index read back through shfl.sync.idx (uniform registers)
+    uniform_advance_offset: bool = True  # a pipelined loop's uniformly advanced address tile: bases plus one hidden offset
     prefetch_regs: int = 0  # gpu-prefetch: registers a thread the tiles beyond the next may take (0: one ahead)
 
     def changed(self) -> dict[str, Any]:

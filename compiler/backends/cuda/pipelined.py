@@ -251,7 +251,7 @@ class PipelineLowering:
             n = len(init)
             # an address tile every iteration advances uniformly is its entry registers plus one carried
             # byte offset; any other, its registers
-            advs = [self._uniform_advance(pipe, j) for j in pipe.address_args]
+            advs = [self._uniform_advance(pipe, j) if self.cg.uniform_advance_offset else None for j in pipe.address_args]
             carried = [[ir.Constant(I64, 0)] if adv is not None else regs for adv, regs in zip(advs, state[1], strict=True)]
             first = [lb, *init, _c(0), state[0], *(x for regs in carried for x in regs)]  # iv, carried, slot, issue state
             heads, header, loop, exit_ = self.enter_loop(("pfor.header", "pfor.body", "pfor.exit"), first)

@@ -1,0 +1,152 @@
+"""Tutorial 03's kernel (as published, its autotune decorator set aside) at fixed configs: Triton's build against
+tilec's builds under codegen variants (CudaOptions fields), each launched alone in CUDA graphs (20 launches a
+replay, best of 5: kernels only, L2 warm), outputs checked against torch. Says whether a codegen change moves a
+config's per-iteration time, before the tutorial's own benchmark does.
+
+Usage (GPU machine, repo root): python3 bench/t03_variants.py [TUTORIAL_03] [--variants uniform_advance_offset=0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from static_compare import _function_source  # noqa: E402
+
+from tilec.compiler.artifact import CompileOptions, CudaOptions  # noqa: E402
+from tilec.compiler.pipeline import compile_kernel  # noqa: E402
+from tilec.runtime.cuda import launch  # noqa: E402
+from tilec.runtime.launch import specialise  # noqa: E402
+
+NAMES = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+         "stride_cn"]  # fmt: skip
+CONFIGS = [(128, 128, 32, 4, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 256, 64, 8, 3)]
+SIZES = [768, 1280, 4096]
+
+
+def _source(tutorial: Path) -> str:
+    return (
+        _function_source(tutorial, "matmul_kernel")
+        + "\n\n"
+        + _function_source(tutorial, "leaky_relu").split("\n\n\n", 1)[1]
+    )
+
+
+def graph_us(step) -> float:  # type: ignore[no-untyped-def]
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()
+    torch.cuda.current_stream().wait_stream(side)
+    with torch.cuda.graph(g):
+        for _ in range(20):
+            step()
+    g.replay()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        g.replay()
+        e.record()
+        torch.cuda.synchronize()
+        best = min(best, s.elapsed_time(e) * 1e3 / 20)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tutorial", nargs="?", default=".wt/tutorials/03-matrix-multiplication.py")
+    ap.add_argument(
+        "--variants", default="uniform_advance_offset=0", help="name:field=0|1,...; ';' between variants"
+    )
+    ns = ap.parse_args()
+    src = _source(Path(ns.tutorial))
+    path = Path(tempfile.mkdtemp()) / "t03_kernel.py"  # Triton reads a kernel's source from its file
+    path.write_text(src)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    variants = {"default": CudaOptions()}
+    for v in [v for v in ns.variants.split(";") if v]:
+        fields = dict(kv.split("=") for kv in v.split(","))
+        variants[v] = CudaOptions(**{k: type(getattr(CudaOptions(), k))(int(x)) for k, x in fields.items()})
+    print(
+        f"{'n':>5s} {'config':18s} {'Triton us':>9s} "
+        + " ".join(f"{k[:26]:>26s}" for k in variants)
+        + "  (ratio Triton/tilec)"
+    )
+    for n in SIZES:
+        torch.manual_seed(0)
+        a = torch.randn((n, n), device="cuda", dtype=torch.float16)
+        b = torch.randn((n, n), device="cuda", dtype=torch.float16)
+        ref = (a.float() @ b.float()).half()
+        for bm, bn, bk, w, st in CONFIGS:
+            grid = (triton.cdiv(n, bm) * triton.cdiv(n, bn),)
+            consts = {
+                "BLOCK_SIZE_M": bm,
+                "BLOCK_SIZE_N": bn,
+                "BLOCK_SIZE_K": bk,
+                "GROUP_SIZE_M": 8,
+                "ACTIVATION": "",
+            }
+            c = torch.empty((n, n), device="cuda", dtype=torch.float16)
+            args = [
+                a,
+                b,
+                c,
+                n,
+                n,
+                n,
+                a.stride(0),
+                a.stride(1),
+                b.stride(0),
+                b.stride(1),
+                c.stride(0),
+                c.stride(1),
+            ]
+
+            def tri(c=c, grid=grid, consts=consts, w=w, st=st, args=args) -> None:
+                mod.matmul_kernel[grid](*args[:2], c, *args[3:], **consts, num_warps=w, num_stages=st)
+
+            try:
+                tri()
+                torch.testing.assert_close(c, ref, atol=0.25, rtol=0.02)
+                t_tri = graph_us(tri)
+            except Exception as exc:  # noqa: BLE001 - a config Triton cannot build (shared memory) is shown as such
+                print(f"{n:5d} {bm}x{bn}x{bk} w{w} s{st}: Triton {type(exc).__name__}")
+                continue
+            cells = []
+            for opts in variants.values():
+                specs = {nm: specialise(nm, v) for nm, v in zip(NAMES, args, strict=True)}
+                art = compile_kernel(src, "matmul_kernel", signature={nm: s.type for nm, s in specs.items()},
+                                     constexprs=consts, hints={nm: dict(s.hints) for nm, s in specs.items() if s.hints},
+                                     options=CompileOptions(target="cuda:sm_90a", num_warps=w, num_stages=st, cuda=opts),
+                                     emit="cubin")  # fmt: skip
+                c.zero_()
+
+                def til(art=art, grid=grid, args=args) -> None:
+                    launch(art, args, grid)
+
+                til()
+                torch.cuda.synchronize()
+                ok = torch.allclose(c.float(), ref.float(), atol=0.25, rtol=0.02)
+                t = graph_us(til)
+                cells.append(
+                    f"{t:7.2f} {t_tri / t:5.2f} r{int(art.metadata['registers']):3d}{'' if ok else ' WRONG'}"
+                )
+            print(f"{n:5d} {f'{bm}x{bn}x{bk} w{w} s{st}':18s} {t_tri:9.2f} " + " ".join(f"{x:>26s}" for x in cells),
+                  flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
