@@ -106,6 +106,17 @@ if [ "$stage" = ncu_bmm ]; then
   (unset CUDA_VISIBLE_DEVICES; timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_sandbox_cuda.py tests/cuda/test_bench_keep.py 2>&1 | tee "$OUT/one_gpu_tests.log" | tail -8)
 fi
+if [ "$stage" = t03_variants ]; then
+  # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
+  # .wt/tutorials), then the batched matmul probe and, with SPEED=1, the speed table in the time left
+  t0=$(date +%s); left() { echo $(( ${TV_BUDGET:-540} - ($(date +%s) - t0) )); }
+  timeout 300 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py ${TV_VARIANTS:+--variants "$TV_VARIANTS"} 2>&1 \
+    | grep -v -i warn | tee "$OUT/t03_variants.log"
+  if [ "${SPEED:-}" = 1 ] && [ "$(left)" -gt 120 ]; then
+    timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) ${SPEED_ONLY:+--only "$SPEED_ONLY"} --json "$OUT/speed.json" 2>&1 \
+      | grep -v -i warn | tee "$OUT/speed.log" | tail -34
+  fi
+fi
 if [ "$stage" = ncu_t03 ]; then
   # tutorial 03's kernel at one config and point under Nsight Compute, each side (bench/tutorial03_configs.py's
   # T03_ONCE; carry .wt/tutorials): where a per-iteration gap goes
