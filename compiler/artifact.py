@@ -56,6 +56,7 @@ class CudaOptions:
     mma_in_flight_across: bool = True  # ...whose group may stay in flight into the next iteration
     uniform_warp: bool = True  # the warp index read back through shfl.sync.idx (uniform registers)
     uniform_advance_offset: bool = True  # a pipelined loop's uniformly advanced address tile: bases plus one hidden offset
+    zero_fill_past_end: bool = False  # a pipelined loop's copies past its last iteration copy 0 bytes, unpredicated
     prefetch_regs: int = 0  # gpu-prefetch: registers a thread the tiles beyond the next may take (0: one ahead)
 
     def changed(self) -> dict[str, Any]:

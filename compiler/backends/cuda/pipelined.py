@@ -77,9 +77,25 @@ class PipelineLowering:
         self.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), args)
 
     def cp_async(self, dst, src, nbytes: int, src_bytes, pred) -> None:
-        """Copy `nbytes` global -> shared where `pred` holds; bytes past `src_bytes` are zero-filled."""
+        """Copy `nbytes` global -> shared where `pred` holds (None: always); bytes past `src_bytes` are
+        zero-filled."""
         kind = "cg" if nbytes == 16 else "ca"  # .cg (L2 only) exists for 16 bytes alone
+        if pred is None:
+            self._asm(f"cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r,~{memory}", [dst, src, src_bytes])
+            return
         self._asm(f"@$3 cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r,b,~{memory}", [dst, src, src_bytes, pred])
+
+    def _copy(self, dst, src, nbytes: int, mask, valid) -> None:
+        """One chunk of a pipelined load: `mask` (None: all) zero-fills; an iteration past the loop's end
+        (`valid` false) either copies nothing (predicated off) or, with CudaOptions.zero_fill_past_end,
+        copies 0 bytes into its slot, never read, as Triton's pipeliner issues it: no predicate for ptxas to
+        rebuild before every copy."""
+        if self.cg.zero_fill_past_end:
+            keep = valid if mask is None else self.b.and_(mask, valid)
+            self.cp_async(dst, src, nbytes, self.b.select(keep, _c(nbytes), _c(0)), None)
+            return
+        size = _c(nbytes) if mask is None else self.b.select(mask, _c(nbytes), _c(0))
+        self.cp_async(dst, src, nbytes, size, valid)
 
     def cp_commit(self) -> None:
         self._asm("cp.async.commit_group;", "~{memory}", [])
@@ -133,8 +149,7 @@ class PipelineLowering:
                     continue
                 row, col = lay.reg_coord(r0)
                 dst = bld.add(base, _c(row * pl.stride + col * eb))
-                size = _c(nbytes) if mask is None else bld.select(mask[r0], _c(nbytes), _c(0))
-                self.cp_async(dst, ptrs[r0], nbytes, size, valid)
+                self._copy(dst, ptrs[r0], nbytes, None if mask is None else mask[r0], valid)
 
     def _issue_swizzled(self, pl: PipeLoad, stage, valid) -> None:
         """cp.async one load into its swizzled tile: 16-byte chunks along the contiguous dimension."""
@@ -164,8 +179,7 @@ class PipelineLowering:
                 col = bld.add(tc[d], _c(cc))
                 dst = bld.add(base, self.swizzled_offset(tile, row, col))
                 made.append((cr, cc, dst))
-            size = _c(nbytes) if mask is None else bld.select(mask[r0], _c(nbytes), _c(0))
-            self.cp_async(dst, ptrs[r0], nbytes, size, valid)
+            self._copy(dst, ptrs[r0], nbytes, None if mask is None else mask[r0], valid)
 
     def _step(self, pipe: LoopPipeline, outer: list, state: tuple, slot, ub, step, signed: bool, ring_base: int):
         """Issue the copies of the iteration at `state` (iv, address tiles) into `slot`; the next state."""
