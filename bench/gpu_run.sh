@@ -106,6 +106,12 @@ if [ "$stage" = ncu_bmm ]; then
   (unset CUDA_VISIBLE_DEVICES; timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
     tests/cuda/test_sandbox_cuda.py tests/cuda/test_bench_keep.py 2>&1 | tee "$OUT/one_gpu_tests.log" | tail -8)
 fi
+if [ "$stage" = tutorials_only ]; then
+  # Triton's tutorials as published, timed by their own benchmarks, sides alternating (carry .wt/tutorials)
+  timeout "${TT_TIMEOUT:-400}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-01,02,03,05}" \
+    --rounds "${TT_ROUNDS:-03=3}" --timeout "${TT_EACH:-120}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn \
+    | tee "$OUT/tutorial_timings.log" | tail -70
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then the batched matmul probe and, with SPEED=1, the speed table in the time left
