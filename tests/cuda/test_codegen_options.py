@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,44 @@ def test_the_scan_sees_a_flip(tmp_path: Path) -> None:
                      "    monkeypatch.setattr(o, 'FOO', 1)\n    setattr(x, 'REUSE_STAGED', 0)\n"
                      "    o.BAR, y = 1, 2\n    o.ok = o.BAZ\n")  # fmt: skip
     assert _switch_flips(probe) == ["probe.py:5", "probe.py:6", "probe.py:7", "probe.py:8"]
+
+
+PIPELINED = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, K, stride_bk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs, mask=rk[None, :] < K - k, other=0.0), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+"""
+
+
+def _pipelined(cuda: CudaOptions):
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_bk": "i32"}
+    return compile_kernel(PIPELINED, "mm", signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                          hints={p: {"divisibility": 16} for p in sig},
+                          options=CompileOptions(target="cuda:sm_90a", num_stages=3, cuda=cuda), emit="ptx")  # fmt: skip
+
+
+def test_the_pipelined_loops_copy_options_change_its_copies() -> None:
+    """The A tile advances by a constant: by default its copies are bases plus one offset carried through an
+    identity asm (so LLVM keeps one); uniform_advance_offset=False leaves it to LLVM. Copies past the loop's
+    end are predicated off by default; zero_fill_past_end=True issues them unpredicated with 0 bytes."""
+    identity = "mov.b64 $0, $1;"
+    base = _pipelined(CudaOptions())
+    assert identity in base.llir and re.search(r"@%p\d+ cp\.async", base.ptx)
+    no_offset = _pipelined(CudaOptions(uniform_advance_offset=False))
+    assert identity not in no_offset.llir and no_offset.ptx != base.ptx
+    filled = _pipelined(CudaOptions(zero_fill_past_end=True)).ptx
+    assert "cp.async.cg" in filled and not re.search(r"@%p\d+ cp\.async", filled)
