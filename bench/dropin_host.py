@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import graph_time  # noqa: E402
 from tutorials import load_head  # noqa: E402
 
 POINTS = {"02": [("fp32", 256), ("fp32", 1024)],
@@ -50,6 +51,11 @@ def _matrices(dtype: str, n: int):  # type: ignore[no-untyped-def]
     if dtype == "fp8":
         a, b = a.to(torch.float8_e5m2), b.T.to(torch.float8_e5m2)
     return a, b
+
+
+def args03(a, b, c, n: int) -> tuple:  # type: ignore[no-untyped-def]
+    """Tutorial 03's kernel arguments for n x n matrices a @ b -> c."""
+    return (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
 
 def _parts(mod, mode: str) -> None:  # type: ignore[no-untyped-def]
@@ -86,7 +92,7 @@ def _parts03(mod, mode: str, dtype: str, n: int) -> None:  # type: ignore[no-unt
     cfg = k.best_config
     c = torch.empty((n, n), device="cuda", dtype=torch.float16)
     grid = lambda META: (triton.cdiv(n, META["BLOCK_SIZE_M"]) * triton.cdiv(n, META["BLOCK_SIZE_N"]),)  # noqa: E731
-    args = (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    args = args03(a, b, c, n)
     steps = {
         "torch.empty((M, N))": lambda: torch.empty((n, n), device=a.device, dtype=torch.float16),
         "matmul_kernel[grid](...)": lambda: k[grid](*args, ACTIVATION=""),
@@ -141,24 +147,7 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
             times = triton.testing.do_bench(fn, return_mode="all")
             graph_us = float("nan")
             try:
-                g = torch.cuda.CUDAGraph()
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    fn()
-                torch.cuda.current_stream().wait_stream(side)
-                with torch.cuda.graph(g):
-                    for _ in range(20):
-                        fn()
-                g.replay()
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(10):
-                    g.replay()
-                end.record()
-                torch.cuda.synchronize()
-                graph_us = start.elapsed_time(end) / 200 * 1e3
+                graph_us = graph_time.graph_us(fn)
             except Exception as exc:  # noqa: BLE001 - a capture that fails is reported, the rest still runs
                 print(f"  (graph capture failed: {exc!r:.120})")
             print(f"{which} {mode:6s} {os.environ.get('DROPIN_STREAM', 'side'):7s} {dtype} {n:5d}  blocks {blocks:9.1f} us  host {host:7.1f} us  do_bench min "

@@ -17,6 +17,8 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import graph_time  # noqa: E402
+from dropin_host import args03  # noqa: E402
 from static_compare import _function_source  # noqa: E402
 
 from tilec.compiler.artifact import CompileOptions, CudaOptions  # noqa: E402
@@ -36,29 +38,6 @@ def _source(tutorial: Path) -> str:
         + "\n\n"
         + _function_source(tutorial, "leaky_relu").split("\n\n\n", 1)[1]
     )
-
-
-def graph_us(step) -> float:  # type: ignore[no-untyped-def]
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-    torch.cuda.current_stream().wait_stream(side)
-    with torch.cuda.graph(g):
-        for _ in range(20):
-            step()
-    g.replay()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        torch.cuda.synchronize()
-        best = min(best, s.elapsed_time(e) * 1e3 / 20)
-    return best
 
 
 def main() -> None:
@@ -100,20 +79,7 @@ def main() -> None:
                 "ACTIVATION": "",
             }
             c = torch.empty((n, n), device="cuda", dtype=torch.float16)
-            args = [
-                a,
-                b,
-                c,
-                n,
-                n,
-                n,
-                a.stride(0),
-                a.stride(1),
-                b.stride(0),
-                b.stride(1),
-                c.stride(0),
-                c.stride(1),
-            ]
+            args = list(args03(a, b, c, n))
 
             def tri(c=c, grid=grid, consts=consts, w=w, st=st, args=args) -> None:
                 mod.matmul_kernel[grid](*args[:2], c, *args[3:], **consts, num_warps=w, num_stages=st)
@@ -121,7 +87,7 @@ def main() -> None:
             try:
                 tri()
                 torch.testing.assert_close(c, ref, atol=0.25, rtol=0.02)
-                t_tri = graph_us(tri)
+                t_tri = graph_time.graph_us(tri, replays=5, best=True)
             except Exception as exc:  # noqa: BLE001 - a config Triton cannot build (shared memory) is shown as such
                 print(f"{n:5d} {bm}x{bn}x{bk} w{w} s{st}: Triton {type(exc).__name__}")
                 continue
@@ -140,7 +106,7 @@ def main() -> None:
                 til()
                 torch.cuda.synchronize()
                 ok = torch.allclose(c.float(), ref.float(), atol=0.25, rtol=0.02)
-                t = graph_us(til)
+                t = graph_time.graph_us(til, replays=5, best=True)
                 cells.append(
                     f"{t:7.2f} {t_tri / t:5.2f} r{int(art.metadata['registers']):3d}{'' if ok else ' WRONG'}"
                 )

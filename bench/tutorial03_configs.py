@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dropin_host import _matrices  # noqa: E402
+import graph_time  # noqa: E402
+from dropin_host import _matrices, args03  # noqa: E402
 from tutorials import load_head  # noqa: E402
 
 DEFAULT_POINTS = "fp16:256,fp16:768,fp16:1280,fp8:256,fp8:768,fp8:1280"
@@ -49,20 +50,7 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
     for dtype, n in points:
         a, b = _matrices(dtype, n)
         c = torch.empty((n, n), device="cuda", dtype=torch.float16)
-        args = (
-            a,
-            b,
-            c,
-            n,
-            n,
-            n,
-            a.stride(0),
-            a.stride(1),
-            b.stride(0),
-            b.stride(1),
-            c.stride(0),
-            c.stride(1),
-        )
+        args = args03(a, b, c, n)
         if once:
             for cfg in [c for c in tuner.configs if _cfg_text(c) == once]:
                 grid = (
@@ -84,24 +72,7 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
             try:
                 launch()
                 torch.cuda.synchronize()
-                g = torch.cuda.CUDAGraph()
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    launch()
-                torch.cuda.current_stream().wait_stream(side)
-                with torch.cuda.graph(g):
-                    for _ in range(20):
-                        launch()
-                g.replay()
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(10):
-                    g.replay()
-                end.record()
-                torch.cuda.synchronize()
-                row["graph_us"] = start.elapsed_time(end) / 200 * 1e3
+                row["graph_us"] = graph_time.graph_us(launch)
                 row["cold_us"] = (
                     triton.testing.do_bench(launch, warmup=10, rep=50, return_mode="median") * 1e3
                 )
