@@ -114,7 +114,7 @@ if [ "$stage" = tutorials_only ]; then
 fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
-  # .wt/tutorials), then the batched matmul probe and, with SPEED=1, the speed table in the time left
+  # .wt/tutorials), then with SPEED=1 the speed table in the time left
   t0=$(date +%s); left() { echo $(( ${TV_BUDGET:-540} - ($(date +%s) - t0) )); }
   timeout 300 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py ${TV_VARIANTS:+--variants "$TV_VARIANTS"} 2>&1 \
     | grep -v -i warn | tee "$OUT/t03_variants.log"
@@ -127,16 +127,17 @@ if [ "$stage" = ncu_t03 ]; then
   # tutorial 03's kernel at one config and point under Nsight Compute, each side (bench/tutorial03_configs.py's
   # T03_ONCE; carry .wt/tutorials): where a per-iteration gap goes
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  for side in triton tilec; do
+  ncu_side() {  # side, then ncu's options: one launch of the config under Nsight Compute
+    local side=$1; shift
     T03_ONCE="${T03_CFG:-128x128x32 g8 w4 s4}" TILEC_CACHE_DIR=$(mktemp -d) timeout 200 "$NCU" --kernel-name regex:matmul_kernel \
-      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats \
-      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
-      python3 bench/tutorial03_configs.py --child $side "$PWD/.wt/tutorials" "${T03_POINT:-fp16:1280}" > "$OUT/ncu_t03_$side.log" 2>&1
+      --launch-skip 2 --launch-count 1 "$@" python3 bench/tutorial03_configs.py --child "$side" "$PWD/.wt/tutorials" "${T03_POINT:-fp16:1280}"
+  }
+  for side in triton tilec; do
+    ncu_side $side --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section LaunchStats --section Occupancy > "$OUT/ncu_t03_$side.log" 2>&1
     echo "== $side (ncu exit $?)"; grep -v -i "warn\|^==PROF==\|----" "$OUT/ncu_t03_$side.log" | grep -E "^\s+[A-Z][A-Za-z /.-]+\s{2,}" | head -80
     if [ -n "${T03_SOURCE:-}" ]; then  # per SASS instruction: executions and stall samples, into $OUT
-      T03_ONCE="${T03_CFG:-128x128x32 g8 w4 s4}" TILEC_CACHE_DIR=$(mktemp -d) timeout 200 "$NCU" --kernel-name regex:matmul_kernel \
-        --launch-skip 2 --launch-count 1 --section WarpStateStats --section SourceCounters --import-source no -f -o "$OUT/t03_$side" \
-        python3 bench/tutorial03_configs.py --child $side "$PWD/.wt/tutorials" "${T03_POINT:-fp16:1280}" > /dev/null 2>&1
+      ncu_side $side --section WarpStateStats --section SourceCounters --import-source no -f -o "$OUT/t03_$side" > /dev/null 2>&1
       "$NCU" -i "$OUT/t03_$side.ncu-rep" --page source --csv --print-source sass > "$OUT/t03_${side}_sass.csv" 2>&1
       "$NCU" -i "$OUT/t03_$side.ncu-rep" --page details --print-details all > "$OUT/t03_${side}_details.txt" 2>&1
       echo "source page: $(wc -l < "$OUT/t03_${side}_sass.csv") lines"; grep -i "stall" "$OUT/t03_${side}_details.txt" | head -30

@@ -92,6 +92,11 @@ def _function_source(path: Path, name: str) -> str:
     return "import triton\nimport triton.language as tl\n\n\n@triton.jit\n" + body + "\n"
 
 
+def tutorial03_source(path: Path) -> str:
+    """Tutorial 03's matmul_kernel and its leaky_relu helper, decorators dropped, as a module of their own."""
+    return _function_source(path, "matmul_kernel") + "\n\n" + _function_source(path, "leaky_relu").split("\n\n\n", 1)[1]
+
+
 def _cases(flaggems: Path) -> dict:
     """name -> (source, kernel, signature, constexprs, divisible-by-16 parameters, num_warps, num_stages[,
     parameters equal to 1])."""
@@ -144,7 +149,7 @@ def _cases(flaggems: Path) -> dict:
                                  sm_sig, {"BLOCK_SIZE": 1024}, ["output_ptr", "input_ptr"], 8, 3)  # the speed table's n=1000  # fmt: skip
     tut03 = ROOT / ".wt/tutorials/03-matrix-multiplication.py"
     if tut03.is_file():  # Triton's tutorial 03 as published, at configs of its own list (bench/tutorial03_configs.py)
-        src = _function_source(tut03, "matmul_kernel") + "\n\n" + _function_source(tut03, "leaky_relu").split("\n\n\n", 1)[1]
+        src = tutorial03_source(tut03)
         names = ["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"]
         for dt, (bm, bn, bk, w, st) in [("fp16", (128, 128, 32, 4, 4)), ("fp16", (64, 128, 64, 4, 4)),
                                         ("fp16", (64, 32, 32, 2, 5)), ("fp8", (64, 32, 32, 2, 5))]:  # fmt: skip

@@ -19,7 +19,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graph_time  # noqa: E402
 from dropin_host import args03  # noqa: E402
-from static_compare import _function_source  # noqa: E402
+from static_compare import tutorial03_source  # noqa: E402
 
 from tilec.compiler.artifact import CompileOptions, CudaOptions  # noqa: E402
 from tilec.compiler.pipeline import compile_kernel  # noqa: E402
@@ -32,14 +32,6 @@ CONFIGS = [(128, 128, 32, 4, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128,
 SIZES = [768, 1280, 4096]
 
 
-def _source(tutorial: Path) -> str:
-    return (
-        _function_source(tutorial, "matmul_kernel")
-        + "\n\n"
-        + _function_source(tutorial, "leaky_relu").split("\n\n\n", 1)[1]
-    )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorial", nargs="?", default=".wt/tutorials/03-matrix-multiplication.py")
@@ -47,7 +39,7 @@ def main() -> None:
         "--variants", default="uniform_advance_offset=0", help="name:field=0|1,...; ';' between variants"
     )
     ns = ap.parse_args()
-    src = _source(Path(ns.tutorial))
+    src = tutorial03_source(Path(ns.tutorial))
     path = Path(tempfile.mkdtemp()) / "t03_kernel.py"  # Triton reads a kernel's source from its file
     path.write_text(src)
     import importlib.util

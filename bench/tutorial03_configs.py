@@ -36,6 +36,14 @@ def _cfg_text(cfg) -> str:  # type: ignore[no-untyped-def]
             f"w{cfg.num_warps} s{cfg.num_stages}")  # fmt: skip
 
 
+def _launcher(tuner, cfg, args: tuple, n: int):  # type: ignore[no-untyped-def]
+    """One launch of the tutorial's kernel at `cfg`, without its autotuner, on the tutorial's grid."""
+    import triton
+
+    grid = (triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),)
+    return lambda: tuner.fn.run(*args, ACTIVATION="", grid=grid, warmup=False, **cfg.all_kwargs())
+
+
 def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
     if mode == "tilec":
         import tilec
@@ -52,22 +60,16 @@ def child(mode: str, tutorials: Path, points: list[tuple[str, int]]) -> None:
         c = torch.empty((n, n), device="cuda", dtype=torch.float16)
         args = args03(a, b, c, n)
         if once:
-            for cfg in [c for c in tuner.configs if _cfg_text(c) == once]:
-                grid = (
-                    triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),
-                )
+            for cfg in [cf for cf in tuner.configs if _cfg_text(cf) == once]:
+                launch = _launcher(tuner, cfg, args, n)
                 for _ in range(3):
-                    tuner.fn.run(*args, ACTIVATION="", grid=grid, warmup=False, **cfg.all_kwargs())
+                    launch()
                 torch.cuda.synchronize()
             continue
         mod.matmul(a, b)  # the tutorial's call: its autotuner's choice for this point
         chosen = _cfg_text(tuner.best_config)
         for cfg in tuner.configs:
-            grid = (triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg.kwargs["BLOCK_SIZE_N"]),)
-
-            def launch(cfg=cfg, grid=grid, args=args):  # type: ignore[no-untyped-def]
-                tuner.fn.run(*args, ACTIVATION="", grid=grid, warmup=False, **cfg.all_kwargs())
-
+            launch = _launcher(tuner, cfg, args, n)
             row = {"mode": mode, "dtype": dtype, "n": n, "config": _cfg_text(cfg), "chosen": chosen}
             try:
                 launch()
