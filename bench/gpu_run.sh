@@ -112,6 +112,29 @@ if [ "$stage" = tutorials_only ]; then
     --rounds "${TT_ROUNDS:-03=3}" --timeout "${TT_EACH:-120}" --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn \
     | tee "$OUT/tutorial_timings.log" | tail -70
 fi
+if [ "$stage" = first_point ]; then
+  # the tutorials' first readings (carry .wt/tutorials): GPU tests named in FP_TESTS first, then each benchmark's
+  # first x value timed FP_FIRST times and the next few once, with each reading's spread (do_bench's times, the
+  # host time of the calls it timed, the collector's passes)
+  if [ -n "${FP_TESTS:-}" ]; then
+    timeout "${FP_TESTS_S:-240}" python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore $FP_TESTS \
+      2>&1 | tee "$OUT/fp_tests.log" | tail -15
+  fi
+  timeout "${TT_TIMEOUT:-300}" python3 bench/tutorial_timings.py .wt/tutorials --only "${TUTORIALS:-01,02,05}" \
+    --rounds "${TT_ROUNDS:-}" --timeout "${TT_EACH:-90}" --first "${FP_FIRST:-3}" --points "${FP_POINTS:-5}" --dist \
+    2>&1 | grep -v -i warn | tee "$OUT/first_point.log" | tail -80
+fi
+if [ "$stage" = carried ]; then
+  # loop-carried address tiles (axis analysis through loops, carried in their loads' layout), fp8 conversions in
+  # hardware and B^T staging on mma.sync: the GPU tests of every path they touch, then tutorial 03's configs at
+  # fp16 and fp8 points, each alone under both (carry .wt/tutorials)
+  timeout "${CA_TESTS_S:-330}" python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+    tests/cuda/test_gpu.py tests/cuda/test_gpu_every_op.py tests/cuda/test_gpu_dot_types.py tests/cuda/test_pipeline.py \
+    tests/cuda/test_mma.py tests/cuda/test_wgmma.py tests/cuda/test_attention.py tests/cuda/test_trans_load.py \
+    tests/cuda/test_prefetch.py ${CA_TESTS:-} 2>&1 | tee "$OUT/carried_tests.log" | tail -12
+  timeout "${CA_T03_S:-200}" python3 bench/tutorial03_configs.py .wt/tutorials --points "${CA_POINTS:-fp16:1280,fp8:768,fp8:1280}" \
+    2>&1 | grep -v -i warn | tee "$OUT/tutorial03_configs.log" | tail -60
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left

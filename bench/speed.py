@@ -122,6 +122,30 @@ def case_quantize(q):
     return outs, None
 
 
+def case_quantize_fp8(q):
+    m, n = (1024 if q else 8192), 4096
+    x = torch.randn(m, n, device="cuda")
+    tri, til = pair("quantize_rows_fp8")
+    outs = {}
+    for side, k in (("triton", tri), ("tilec", til)):
+        o, s = torch.empty(m, n, device="cuda", dtype=torch.float8_e4m3fn), torch.empty(m, device="cuda")
+        outs[side] = (lambda k=k, o=o, s=s: k[(m,)](x, o, s, n, x.stride(0), BLOCK_SIZE=4096, num_warps=8), o.view(torch.int8))
+    return outs, None
+
+
+def case_dequantize_fp8(q):
+    n = 1 << (22 if q else 26)
+    a = torch.randn(n, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, device="cuda").to(torch.float8_e5m2)
+    scale = torch.full((1,), 0.5, device="cuda")
+    tri, til = pair("dequantize_fp8")
+    outs = {}
+    for side, k in (("triton", tri), ("tilec", til)):
+        o = torch.empty(n, device="cuda")
+        outs[side] = (lambda k=k, o=o: k[(cdiv(n, 1024),)](a, b, scale, o, n, BLOCK_SIZE=1024), o)
+    return outs, (a.float() + b.float()) * 0.5
+
+
 def case_layer_norm(q):
     m, n = (1024 if q else 4096), 8192
     x = torch.randn(m, n, device="cuda", dtype=torch.float16)
@@ -230,6 +254,7 @@ KERNEL_OF = {
     "case_quantize": ("quantize_rows",), "case_layer_norm": ("layer_norm_fwd",), "case_matmul": ("matmul_kernel",),
     "case_bmm": ("bmm_kernel",), "case_gelu_bf16": ("gelu_bf16",), "case_cumsum": ("cumsum_rows",),
     "case_sort": ("sort_rows",), "case_gather": ("gather_rows",), "case_cross_entropy": ("cross_entropy_fwd",),
+    "case_quantize_fp8": ("quantize_rows_fp8",), "case_dequantize_fp8": ("dequantize_fp8",),
 }  # fmt: skip
 
 CASES = {
@@ -237,6 +262,8 @@ CASES = {
     "tutorial softmax fp32 (n=1000)": case_softmax,
     "tutorial dropout fp32": case_dropout,
     "int8 row quantization": case_quantize,
+    "fp8 e4m3 row quantization": case_quantize_fp8,
+    "fp8 e4m3 + e5m2 dequantize": case_dequantize_fp8,
     "tutorial layer norm fp16 (looped)": case_layer_norm,
     "tutorial matmul fp16 4096 autotuned (% M, K masks)": case_matmul,
     "batched matmul fp16 3-D grid autotuned": case_bmm,

@@ -82,6 +82,28 @@ def quantize_rows(x_ptr, q_ptr, scale_ptr, n_cols, stride, BLOCK_SIZE: tl.conste
 
 
 @triton.jit
+def quantize_rows_fp8(x_ptr, q_ptr, scale_ptr, n_cols, stride, BLOCK_SIZE: tl.constexpr):
+    # per-row scaling into e4m3 (its largest finite value 448), as fp8 inference code writes it
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+    scale = tl.maximum(tl.max(tl.abs(x), axis=0), 1e-12) / 448.0
+    tl.store(q_ptr + row * stride + cols, (x / scale).to(tl.float8e4nv), mask=mask)
+    tl.store(scale_ptr + row, scale)
+
+
+@triton.jit
+def dequantize_fp8(a_ptr, b_ptr, scale_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    # an e4m3 and an e5m2 tensor back to f32, scaled, summed
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (a + b) * tl.load(scale_ptr), mask=mask)
+
+
+@triton.jit
 def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)
     Y += row * stride

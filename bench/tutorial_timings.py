@@ -37,6 +37,45 @@ try:
     import triton.testing as _tt
 
     _OUT, _STRIDE = os.environ["TILEC_BENCH_OUT"], int(os.environ.get("TILEC_BENCH_STRIDE", "1"))
+    _FIRST = int(os.environ.get("TILEC_BENCH_FIRST", "1"))  # how many times the first x value is timed
+    _DIST = os.environ.get("TILEC_BENCH_DIST") == "1"
+    _POINTS = int(os.environ.get("TILEC_BENCH_POINTS", "0")) or None  # the readings a benchmark takes at most
+    _last = {}
+
+    if _DIST:  # each do_bench's every time, the host time of each call it times, and the collector's passes
+        import gc, statistics, time
+
+        _do_bench = _tt.do_bench
+
+        def _dist_bench(fn, *args, quantiles=None, return_mode="mean", **kwargs):
+            host, passes = [], []
+
+            def timed():
+                t = time.perf_counter_ns()
+                fn()
+                host.append(time.perf_counter_ns() - t)
+
+            def seen(phase, info):
+                passes.append((phase, time.perf_counter_ns(), info.get("generation")))
+
+            gc.callbacks.append(seen)
+            try:
+                times = _do_bench(timed, *args, return_mode="all", **kwargs)
+            finally:
+                gc.callbacks.remove(seen)
+            q = lambda v, f: sorted(v)[min(len(v) - 1, int(f * len(v)))]
+            gc_ns = [b[1] - a[1] for a, b in zip(passes[::2], passes[1::2])]
+            _last.update(n=len(times), t_min=min(times), t_p20=q(times, .2), t_p50=q(times, .5), t_p80=q(times, .8),
+                         host_us_p20=q(host, .2) / 1e3, host_us_p50=q(host, .5) / 1e3, host_us_p80=q(host, .8) / 1e3,
+                         gc_passes=len(gc_ns), gc_gen2=sum(1 for p in passes[::2] if p[2] == 2),
+                         gc_ms=sum(gc_ns) / 1e6)
+            if quantiles is not None:
+                out = [q(times, f) for f in quantiles]
+                return out[0] if len(out) == 1 else out
+            return {"all": times, "min": min(times), "max": max(times), "median": statistics.median(times)}.get(
+                return_mode, statistics.mean(times))
+
+        _tt.do_bench = _dist_bench
 
     class _Timed:
         def __init__(self, fn, benchmarks):
@@ -47,7 +86,8 @@ try:
 
         def run(self, *args, **kwargs):
             for b in self.benchmarks:
-                for x in b.x_vals[::_STRIDE]:
+                xv = list(b.x_vals[::_STRIDE])
+                for x in (xv[:1] * (_FIRST - 1) + xv)[:_POINTS]:
                     xs = dict(zip(b.x_names, x if isinstance(x, (list, tuple)) else [x] * len(b.x_names)))
                     for prov in b.line_vals:
                         if not str(prov).startswith("triton"):
@@ -56,6 +96,9 @@ try:
                             y = self.fn(**xs, **{b.line_arg: prov}, **b.args)
                             y = float(y[0] if isinstance(y, (list, tuple)) else y)
                             rec = {"plot": b.plot_name, "x": xs, "provider": prov, "y": y, "ylabel": b.ylabel}
+                            if _last:
+                                rec["dist"] = dict(_last)
+                                _last.clear()
                         except Exception as exc:
                             rec = {"plot": b.plot_name, "x": xs, "provider": prov, "error": repr(exc)[:300]}
                         with open(_OUT, "a") as f:
@@ -81,6 +124,10 @@ def main() -> None:
     ap.add_argument("--rounds", default="", help="NN=r,...: run tutorial NN r times a side, the sides alternating, and "
                     "keep each side's best value a point (its host path's noise only ever adds time)")
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--first", type=int, default=1, help="time each benchmark's first x value this many times")
+    ap.add_argument("--points", type=int, default=0, help="at most this many readings a benchmark (0: all)")
+    ap.add_argument("--dist", action="store_true", help="print each reading's spread: do_bench's times, the host time "
+                    "of the calls it timed, the garbage collector's passes in it")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     stride = DEFAULT_STRIDE | {k: int(v) for k, v in (s.split("=") for s in args.stride.split(",") if s)}
@@ -98,10 +145,17 @@ def main() -> None:
             env = {**os.environ, "TILEC_BENCH_OUT": str(rec_file), "TILEC_BENCH_STRIDE": str(stride.get(path.name[:2], 1)),
                    "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
             env.pop("TILEC_TRITON", None)
+            env |= {"TILEC_BENCH_FIRST": str(args.first), "TILEC_BENCH_POINTS": str(args.points)} | ({"TILEC_BENCH_DIST": "1"} if args.dist else {})
             cmd = [sys.executable, str(path)] if mode == "triton" else [sys.executable, "-m", "tilec", "run", str(path)]
             res = run_one(cmd, env, args.timeout)
             recs = [json.loads(x) for x in rec_file.read_text().splitlines()] if rec_file.exists() else []
             for r in recs:
+                if args.dist and r.get("dist"):
+                    d, xs = r["dist"], ",".join(f"{n}={v}" for n, v in r["x"].items())
+                    print(f"  {path.name[:2]} {mode:6s} round {rnd} {xs[:24]:24s} {r['y']:10.3f}  do_bench ms "
+                          f"min {d['t_min']:.4f} p20 {d['t_p20']:.4f} p50 {d['t_p50']:.4f} p80 {d['t_p80']:.4f} (n {d['n']}); "
+                          f"host us p20 {d['host_us_p20']:.1f} p50 {d['host_us_p50']:.1f} p80 {d['host_us_p80']:.1f}; "
+                          f"gc {d['gc_passes']} passes ({d['gc_gen2']} full) {d['gc_ms']:.1f} ms")  # fmt: skip
                 k, kept = key(r), got[mode].get(key(r))
                 if r.get("y") is not None:
                     spread.setdefault((mode, k), []).append(r["y"])

@@ -71,28 +71,89 @@ def strict_div(x: AxisInfo) -> int:
 
 
 def axis_analysis(f: Function) -> dict[Value, AxisInfo]:
-    """AxisInfo of every tracked (integer, i1 or pointer) value of `f`."""
+    """AxisInfo of every tracked (integer, i1 or pointer) value of `f`. A `for` loop's carried values get what
+    holds for their init and for every value the body yields back (a fixpoint of the meet, from the init's
+    info, as Triton's analysis joins a loop's block arguments): an address tile advanced by a constant step
+    keeps its contiguity and alignment inside the loop. Block arguments of other regions are unknown."""
     info: dict[Value, AxisInfo] = {}
     for p, a in zip(f.params, f.args, strict=True):
         if tracked(a):
             k = 1 if p.attrs.get("equal_to_1") is True else 0
             info[a] = uniform(a, pow2_div(k) if k else int(p.attrs.get("divisibility", 1)))
-    for op in f.walk():
+    for op in f.body.block.ops:
+        _analyse(op, info)
+    return info
+
+
+LOOP_ROUNDS = 8  # a carried value's info only ever weakens; past this many rounds it is taken as unknown
+
+
+def _analyse(op: Operation, info: dict[Value, AxisInfo]) -> None:
+    """`op`'s nested ops, then its results."""
+    if op.name == "for":
+        _loop(op, info)
+    else:
         for r in op.regions:
             for a in r.block.args:
                 if tracked(a):
                     info[a] = unknown(a)
-        if op.name == "for" and tracked(op.operands[0]):
-            lb, st = info[op.operands[0]], info[op.operands[2]]
-            iv = op.regions[0].block.args[0]
-            info[iv] = AxisInfo((1,), (gcd(lb.divisibility[0], st.divisibility[0]),), (1,))
-        for r in op.results:
-            if tracked(r):
-                fn = RULES.get(op.name)
-                ins = [info.get(v) or unknown(v) for v in op.operands]
-                got = fn(op, ins) if fn else None
-                info[r] = _clamp(r, got) if got is not None else unknown(r)
-    return info
+            for inner in r.block.ops:
+                _analyse(inner, info)
+    for r in op.results:
+        if tracked(r) and not (op.name == "for" and r in info):
+            fn = RULES.get(op.name)
+            ins = [info.get(v) or unknown(v) for v in op.operands]
+            got = fn(op, ins) if fn else None
+            info[r] = _clamp(r, got) if got is not None else unknown(r)
+
+
+def _loop(op: Operation, info: dict[Value, AxisInfo]) -> None:
+    body = op.regions[0].block
+    iv, carried = body.args[0], body.args[1:]
+    if tracked(iv):
+        lb, st = info.get(op.operands[0]) or unknown(iv), info.get(op.operands[2]) or unknown(iv)
+        info[iv] = AxisInfo((1,), (gcd(lb.divisibility[0], st.divisibility[0]),), (1,))
+    pairs = [(a, init, nxt) for a, init, nxt in zip(carried, op.operands[3:], body.terminator.operands, strict=False)
+             if tracked(a)]  # fmt: skip
+    for a, init, _ in pairs:
+        info[a] = info.get(init) or unknown(a)
+    for _ in range(LOOP_ROUNDS):
+        for inner in body.ops:
+            _analyse(inner, info)
+        changed = False
+        for a, _, nxt in pairs:
+            met = _meet(info[a], info.get(nxt) or unknown(a), unit_bytes(a))
+            if met != info[a]:
+                info[a], changed = met, True
+        if not changed:
+            break
+    else:
+        for a, _, _ in pairs:
+            info[a] = unknown(a)
+        for inner in body.ops:
+            _analyse(inner, info)
+    for a, r in zip(carried, op.results, strict=False):  # the results: the init or a value yielded back
+        if tracked(a) and tracked(r):
+            info[r] = info[a]
+
+
+def _meet(x: AxisInfo, y: AxisInfo, unit: int = 1) -> AxisInfo:
+    """What holds for both: the shorter runs, the common alignment. A side whose runs are cut shorter keeps
+    only the alignment that the starts of the shorter runs inside its own runs have (`unit`: a pointer's
+    element size, its divisibility being in bytes)."""
+    cont = tuple(map(min, x.contiguity, y.contiguity))
+
+    def div(z: AxisInfo) -> tuple[int, ...]:
+        return tuple(d if c == zc else gcd(d, pow2_div(c * unit))
+                     for c, zc, d in zip(cont, z.contiguity, z.divisibility, strict=True))  # fmt: skip
+
+    return AxisInfo(cont, tuple(map(gcd, div(x), div(y))), tuple(map(min, x.constancy, y.constancy)))
+
+
+def unit_bytes(v: Value) -> int:
+    """The step of one element along a run of `v`: a pointer's element size (its divisibility is in bytes)."""
+    e = elem_type(v.type)
+    return max(1, e.pointee.bytes) if isinstance(e, PointerType) else 1
 
 
 def _clamp(v: Value, x: AxisInfo) -> AxisInfo:

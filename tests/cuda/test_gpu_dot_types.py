@@ -170,9 +170,11 @@ def _fp8_maker(torch, kinds: tuple[str, str], gen):
 
 
 FP8_CASES = [(kinds, t, s, tr) for kinds in (("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3"))
-             for t in ("cuda:sm_90a", "cuda:sm_80")
+             for t in ("cuda:sm_90a", "cuda:sm_90", "cuda:sm_80")
              for s, tr in [(ALIGNED, (False, True)), (ALIGNED, (False, False)), (RAGGED, (True, False))]]  # fmt: skip
-FP8_CASES += [(("e4m3", "e4m3"), t, ALIGNED, (True, True)) for t in ("cuda:sm_90a", "cuda:sm_80")]
+# sm_90 without wgmma: mma.sync with the operands converted in hardware (and B staged N x K where it is loaded
+# K-contiguous); sm_80: the integer decoding
+FP8_CASES += [(("e4m3", "e4m3"), t, ALIGNED, (True, True)) for t in ("cuda:sm_90a", "cuda:sm_90", "cuda:sm_80")]
 
 
 @pytest.mark.parametrize(("kinds", "target", "shape", "trans"), FP8_CASES)

@@ -58,8 +58,20 @@ def test_tensor_core_dots(dtype: str, out: str, inst: str, sm: int) -> None:
     assert "ldmatrix.sync.aligned.m8n8.x4" in text
     if "tf32" in inst:  # operands rounded to tf32; B read with 32-bit shared loads (no transposing ldmatrix)
         assert "cvt.rna.tf32.f32" in text and "ld.shared.b32" in text
-    if "fp8" in dtype:  # decoded to f32 registers, then converted to f16 (exact) for the shared tiles
+    if dtype == "*fp8e4nv":  # decoded to f32 registers, then converted to f16 (exact) for the shared tiles
         assert re.search(r"cvt\.rn\.f16(x2)?\.f32", text)
+    if dtype == "*fp8e5":  # an e5m2 code is the upper byte of the f16 of its value: shifted, not converted
+        assert "shl.b16" in text and not re.search(r"cvt\.rn\.f16(x2)?\.f32", text)
+
+
+@pytest.mark.parametrize("dtype", ["*fp8e4nv", "*fp8e5"])
+def test_fp8_operands_convert_in_hardware_from_sm89(dtype: str) -> None:
+    """sm_90 with two warps (no wgmma): e4m3 goes to f16 by cvt.rn.f16x2.e4m3x2, e5m2 by a shift; neither through
+    the integer decoding (its fmul by a power of two) or an f32 -> f16 rounding."""
+    text = ptx(dtype, "*fp32", sm=90, num_warps=2)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in text
+    assert ("cvt.rn.f16x2.e4m3x2" in text) == (dtype == "*fp8e4nv")
+    assert not re.search(r"cvt\.rn\.f16(x2)?\.f32|mul\.(rn\.)?f32", text)
 
 
 @pytest.mark.parametrize(("dtype", "out", "shape", "sm"), [

@@ -58,6 +58,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.num_warps = self.plan.num_warps
         self.module = ir.Module(name=fn.name)
         self.module.triple = "nvptx64-nvidia-cuda"
+        self.module.tilec_fp8_cvt = sm >= ops.FP8_CVT_SM  # fp8 conversions in hardware (ops.fp8_value)
         # libdevice's flush-to-zero paths, as Triton links it (nvvm-reflect-ftz = 1; flag behaviour 4: override)
         ftz = self.module.add_metadata([ir.Constant(ops.I32, 4), "nvvm-reflect-ftz", ir.Constant(ops.I32, 1)])
         self.module.add_named_metadata("llvm.module.flags", ftz)

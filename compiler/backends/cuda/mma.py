@@ -8,7 +8,8 @@ Both operands sit row-major in shared memory (staged from registers here, or cop
 a pipelined loop's ring, pipelined.py), each row padded (gpu_pipeline.operand_stride) so the
 rows a fragment read touches fall in distinct banks, and are read into the instruction's fragments
 with ldmatrix (16-bit B with ldmatrix.trans; 8-bit B is staged transposed, N x K, because ldmatrix
-only transposes 16-bit elements; tf32 B with 32-bit loads). The accumulator never leaves the mma layout (gpu_layout.mma_layout):
+only transposes 16-bit elements, and so is 16-bit B whose registers run along K, as a B loaded K-contiguous
+does, so that its stores stay vectors; tf32 B with 32-bit loads). The accumulator never leaves the mma layout (gpu_layout.mma_layout):
 register 4 * (ni + nrep * mi) + c holds element c of the warp's instruction tile (mi, ni).
 """
 
@@ -45,7 +46,6 @@ class MmaLowering:
             return
         a, c = op.operands[0], op.operands[2]
         k = a.type.shape[1]
-        eight = spec.kind in ("s8", "u8")
         lay = self.layout_of(op.result)
         ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride) in a pipelined loop's ring
         staged = [i for i in (0, 1) if ring[i] is None]
@@ -53,15 +53,17 @@ class MmaLowering:
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
         vals = {i: self.get(op.operands[i], lays[i]) for i in staged}
         acc = list(self.get(c, lay))
+        bt = spec.kind in ("s8", "u8") or (  # B in shared memory as N x K (B^T, row-major), read without .trans
+            1 in staged and spec.kind in ("f16", "bf16") and lays[1].contiguous_vec(0) > lays[1].contiguous_vec(1))
         if staged:
-            ring = self._stage_operands(op, spec, staged, vals, lays, ring, eight)
+            ring = self._stage_operands(op, spec, staged, vals, lays, ring, bt)
         (a_tile, a_stride), (b_tile, b_stride) = ring
-        a_base, b_base = self._fragment_bases(spec, a_tile, a_stride, b_tile, b_stride, eight)
+        a_base, b_base = self._fragment_bases(spec, a_tile, a_stride, b_tile, b_stride, bt)
         bld = self.b
         for ks in range(k // spec.k):
             afr = [self._tf32(spec, self.ldmatrix(bld.add(a_base, _c(mi * 16 * a_stride + ks * 32)), 4, False))
                    for mi in range(spec.mrep)]  # fmt: skip
-            bfr = self._b_fragments(spec, b_base, b_stride, ks, eight)
+            bfr = self._b_fragments(spec, b_base, b_stride, ks, bt)
             for mi in range(spec.mrep):
                 for ni in range(spec.nrep):
                     r = 4 * (ni + spec.nrep * mi)
@@ -72,19 +74,19 @@ class MmaLowering:
     def ring_operand(self, op: Operation, index: int):
         return None  # pipelined.py answers for operands copied into a ring
 
-    def _stage_operands(self, op: Operation, spec: MmaSpec, staged: list, vals: dict, lays: dict, ring: list, eight: bool):
-        """Store the register operands row-major into scratch (8-bit B transposed); their (base, stride)."""
+    def _stage_operands(self, op: Operation, spec: MmaSpec, staged: list, vals: dict, lays: dict, ring: list, bt: bool):
+        """Store the register operands row-major into scratch (B transposed where `bt`); their (base, stride)."""
         a, b, c = op.operands
         (m, k), n = a.type.shape, c.type.shape[1]
         eb = stored_elem(a).bits // 8
-        shapes = {0: (m, k), 1: (n, k) if eight else (k, n)}
+        shapes = {0: (m, k), 1: (n, k) if bt else (k, n)}
         strides = {i: operand_stride(spec.kind, i, shapes[i], eb) for i in staged}
         offs, total = {}, 0
         for i in staged:
             offs[i], total = total, total + shapes[i][0] * strides[i]
         self.shm.claim(total)
         for i in staged:
-            self._stage(op.operands[i], vals[i], lays[i], offs[i], strides[i], transpose=eight and i == 1)
+            self._stage(op.operands[i], vals[i], lays[i], offs[i], strides[i], transpose=bt and i == 1)
         self.barrier()
         self.shm.released()
         smem = self.pb.ptrtoint(self.smem, ops.I32)
@@ -93,8 +95,10 @@ class MmaLowering:
             out[i] = (self.pb.add(smem, _c(self.shm.base + offs[i])), strides[i])
         return out
 
-    def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, eight: bool) -> list[list]:
-        """Per n8 tile, the parts (_tf32) of its B fragment."""
+    def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, bt: bool) -> list[list]:
+        """Per n8 tile, the parts (_tf32) of its B fragment. B^T (`bt`) is read in bytes as 8-bit B is: an
+        instruction's K is 32 bytes of a row for both element sizes, so each 8x8 b16 matrix of N x K rows is
+        a fragment register as it stands."""
         bld = self.b
         if spec.kind in TF32_KINDS:  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
             rows = [ks * 8 * b_stride, (ks * 8 + 4) * b_stride]
@@ -102,8 +106,8 @@ class MmaLowering:
         bfr: list[list] = []
         for nj in range(0, spec.nrep, 2):
             count = 4 if nj + 1 < spec.nrep else 2
-            off = nj * 8 * b_stride + ks * 32 if eight else ks * 16 * b_stride + nj * 16
-            regs = self.ldmatrix(bld.add(b_base, _c(off)), count, not eight)
+            off = nj * 8 * b_stride + ks * 32 if bt else ks * 16 * b_stride + nj * 16
+            regs = self.ldmatrix(bld.add(b_base, _c(off)), count, not bt)
             bfr.extend([regs[i : i + 2]] for i in range(0, count, 2))
         return bfr
 
@@ -143,7 +147,7 @@ class MmaLowering:
                 vec = bld.bitcast(vec, ir.VectorType(ops.I32, w * eb // 4) if w * eb > 4 else ops.I32)
             bld.store(vec, ptr, align=w * eb)
 
-    def _fragment_bases(self, spec: MmaSpec, a_tile, a_stride: int, b_tile, b_stride: int, eight: bool):
+    def _fragment_bases(self, spec: MmaSpec, a_tile, a_stride: int, b_tile, b_stride: int, bt: bool):
         """Per-lane shared addresses (i32) of the first A and B fragment reads of this warp, from the
         shared addresses of the operand tiles."""
         pb, bld = self.pb, self.b
@@ -159,7 +163,7 @@ class MmaLowering:
         a_off = pb.add(pb.mul(a_row, _c(a_stride)), pb.shl(l4, _c(4)))
         if spec.kind in TF32_KINDS:  # B (K x N) words: row k = lane % 4, column n = lane / 4
             b_off = pb.add(pb.mul(pb.and_(lane, _c(3)), _c(b_stride)), pb.shl(pb.add(wcol, pb.lshr(lane, _c(2))), _c(2)))
-        elif eight:  # B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16, lanes 16-31 rows + 8
+        elif bt:  # B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16 bytes, lanes 16-31 rows + 8
             b_row = pb.add(wcol, pb.add(l8, pb.shl(l4, _c(3))))
             b_off = pb.add(pb.mul(b_row, _c(b_stride)), pb.shl(l3, _c(4)))
         else:  # B (K x N): rows k as A's rows, columns n (+8 for lanes 16-31)

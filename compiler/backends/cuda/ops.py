@@ -20,6 +20,7 @@ import llvmlite.ir as ir
 from ...errors import CompileError
 from ...ir.types import PointerType, ScalarType
 from ..llvm import fp8
+from ..llvm.types import like, splat_const
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -59,7 +60,7 @@ def to_mem(b: ir.IRBuilder, t: ScalarType, v):
     if t.name == "bf16":
         return f32_to_bf16_bits(b, v)
     if t.is_fp8:
-        return fp8.f32_to_bits(b, v, t.name)
+        return fp8_bits(b, v, t.name)
     return v
 
 
@@ -69,8 +70,66 @@ def from_mem(b: ir.IRBuilder, t: ScalarType, v):
     if t.name == "bf16":
         return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
     if t.is_fp8:
-        return fp8.bits_to_f32(b, v, t.name)
+        return fp8_value(b, v, t.name)
     return v
+
+
+# ---- fp8 <-> f32 ----------------------------------------------------------------------------------
+# sm_89 and later convert in hardware, as Triton does there: up through cvt.rn.f16x2.e4m3x2 (every fp8 value is
+# an f16 one), down through cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (nearest even, saturating to the largest finite
+# value, NaN to 0x7f: the semantics compiler/ir/fp8.py states and llvm/fp8.py's integer code keeps before sm_89).
+# An e5m2 code is the upper byte of the f16 of the same value, so it goes up by a shift on every arch. The lowering
+# marks its LLVM module (`tilec_fp8_cvt`) when the arch has the instructions.
+
+FP8_CVT_SM = 89
+_PTX_FP8 = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
+
+
+def _fp8_cvt(b: ir.IRBuilder, v) -> bool:
+    return getattr(b.module, "tilec_fp8_cvt", False) and not isinstance(v.type, ir.VectorType)
+
+
+def _fp8_codes(b: ir.IRBuilder) -> dict:
+    """(f32 value, format) -> the i8 code it was decoded from, per LLVM module: a value rounded to fp8 and then
+    stored (x.to(tl.float8e4nv) written to memory) is encoded once, not encoded, decoded and encoded again (the
+    code is defined before the value, so it dominates every use of it)."""
+    codes = getattr(b.module, "tilec_fp8_codes", None)
+    if codes is None:
+        codes = {}
+        b.module.tilec_fp8_codes = codes
+    return codes
+
+
+def fp8_value(b: ir.IRBuilder, bits, name: str):
+    """i8 fp8 codes -> their exact f32 values."""
+    if name == "f8e5":
+        wide = b.zext(bits, like(bits.type, I16))
+        v = b.fpext(b.bitcast(b.shl(wide, splat_const(wide.type, 8)), like(bits.type, F16)), like(bits.type, F32))
+    elif not _fp8_cvt(b, bits):
+        v = fp8.bits_to_f32(b, bits, name)
+    else:
+        pair = b.zext(bits, I16)
+        pair = b.or_(pair, b.shl(pair, ir.Constant(I16, 8)))  # the code in both bytes: either half of the result
+        asm = ir.InlineAsm(ir.FunctionType(I32, [I16]), f"cvt.rn.f16x2.{_PTX_FP8[name]}x2 $0, $1;", "=r,h")
+        v = b.fpext(b.bitcast(b.trunc(b.call(asm, [pair]), I16), F16), F32)
+    _fp8_codes(b)[(v, name)] = bits
+    return v
+
+
+def fp8_bits(b: ir.IRBuilder, x, name: str):
+    """f32 values -> i8 fp8 codes: nearest even, saturating, NaN to 0x7f."""
+    known = _fp8_codes(b).get((x, name))
+    if known is not None:
+        return known
+    if not _fp8_cvt(b, x):
+        return fp8.f32_to_bits(b, x, name)
+    asm = ir.InlineAsm(ir.FunctionType(I16, [F32, F32]), f"cvt.rn.satfinite.{_PTX_FP8[name]}x2.f32 $0, $1, $2;", "=h,f,f")
+    return b.trunc(b.call(asm, [x, x]), I8)  # the value in both bytes: either is the code
+
+
+def fp8_round(b: ir.IRBuilder, x, name: str):
+    """f32 values rounded to fp8 `name`, kept in f32."""
+    return fp8_value(b, fp8_bits(b, x, name), name)
 
 
 class _BFloat(ir.Type):
@@ -289,7 +348,7 @@ def cast(b: ir.IRBuilder, src, dst, x):  # noqa: C901 - one case per kind pair
     st, dt = reg_type(src), reg_type(dst)
     if dst.is_fp8:  # one rounding: f64 goes to f32 by round-to-odd first
         x32 = fp8.to_f32(b, x) if src.is_float else b.sitofp(x, F32) if src.is_signed else b.uitofp(x, F32)
-        return fp8.round_f32(b, x32, dst.name)
+        return fp8_round(b, x32, dst.name)
     if dst.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", x, ir.Constant(st, 0.0))
@@ -330,8 +389,8 @@ def _fp_to_int(b: ir.IRBuilder, x, dst: ScalarType):
 
 def bitcast(b: ir.IRBuilder, src, dst, x):
     if src.is_fp8 or dst.is_fp8:
-        bits = fp8.f32_to_bits(b, x, src.name) if src.is_fp8 else x
-        return fp8.bits_to_f32(b, bits, dst.name) if dst.is_fp8 else bits
+        bits = fp8_bits(b, x, src.name) if src.is_fp8 else x
+        return fp8_value(b, bits, dst.name) if dst.is_fp8 else bits
     if src.name == "bf16" or dst.name == "bf16":
         bits = to_mem(b, src, x) if src.name == "bf16" else b.bitcast(x, I16) if reg_type(src) == F16 else x
         return from_mem(b, dst, bits) if dst.name == "bf16" else b.bitcast(bits, reg_type(dst))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ....ir.core import Function, Module, Operation, Value, uses_in
-from ....ir.types import TileType, elem_type, is_fp8, shape_of
+from ....ir.types import PointerType, TileType, elem_type, is_fp8, shape_of
 from ....passes.axis_analysis import AxisInfo, axis_analysis
 from ....passes.ir_utils import defining_op
 from ..layout_reshape import reshape_layout
@@ -288,6 +288,19 @@ class GpuLayoutPass:
         ebytes = max(max(1, elem_type(r.type).bytes) for r in scan.results)  # scan_with: its widest operand's
         return scan_layout(tuple(res.type.shape), scan.attrs["axis"], self.num_warps, max_chunk=max(1, 16 // ebytes))
 
+    def _carry_addresses(self, args: list[Value], lays: list, plan: _Assignment) -> None:
+        """A carried address tile that a load or store in the loop reads directly (a pointer tile advanced
+        each iteration, as Triton's tutorials write them) is carried in that access's layout, as Triton's
+        coalescing gives the loop's argument the load's layout: the init is converted once before the loop
+        instead of the addresses every iteration (through shared memory, 8 bytes an element)."""
+        for i, a in enumerate(args):
+            if lays[i] is None or not isinstance(elem_type(a.type), PointerType):
+                continue
+            users = [u for u in plan.uses.get(a, []) if u.name in ("load", "store") and u.operands[0] is a]
+            if users:
+                lays[i] = self._access_layout(a, plan)
+                self._set(plan, a, lays[i], True)
+
     def _adopt_yielded(self, op: Operation, args: list[Value], lays: list, plan: _Assignment) -> bool:
         """A loop-carried tile whose init has no preferred layout (zeros) takes the layout of the value
         the body yields, so the accumulation needs no conversion per iteration."""
@@ -334,6 +347,8 @@ class GpuLayoutPass:
             for i, (a, lay, init) in enumerate(zip(args, lays, inits, strict=False)):
                 if lay is not None:
                     self._set(plan, a, lay, init in plan.strong or (op, i) in plan.prefer)
+            if name == "for":
+                self._carry_addresses(args, lays, plan)
             if name == "while":
                 self._block(body.ops, plan)
                 cond = body.terminator
