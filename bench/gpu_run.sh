@@ -135,6 +135,20 @@ if [ "$stage" = carried ]; then
   timeout "${CA_T03_S:-200}" python3 bench/tutorial03_configs.py .wt/tutorials --points "${CA_POINTS:-fp16:1280,fp8:768,fp8:1280}" \
     2>&1 | grep -v -i warn | tee "$OUT/tutorial03_configs.log" | tail -60
 fi
+if [ "$stage" = speed_fp8 ]; then
+  # the speed table with its fp8 rows after the carried-address and fp8 changes: the fp8 dot GPU tests first (sm_89's
+  # mma.sync with hardware conversions), then the table, then FlagGems' ops in CUDA graphs (carry .wt/flaggems) in the
+  # time left
+  t0=$(date +%s); left() { echo $(( ${SF_BUDGET:-570} - ($(date +%s) - t0) )); }
+  timeout 120 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu_dot_types.py \
+    -k fp8 ${SF_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -6
+  timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - ${SF_AFTER:-130} )) ${SF_ONLY:+--only "$SF_ONLY"} \
+    --json "$OUT/speed.json" 2>&1 | grep -v -i warn | tee "$OUT/speed.log" | tail -40
+  if [ -d .wt/flaggems/src ] && [ "$(left)" -gt 60 ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout "$(left)" python3 bench/flaggems_ops.py --graph --timeout 80 2>&1 \
+      | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -22
+  fi
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left

@@ -56,6 +56,9 @@ def _operand(torch, rows: int, cols: int, trans: bool, make):
     return store, store, (cols, 1)
 
 
+PTX_TARGETS = ("cuda:sm_80", "cuda:sm_89")
+
+
 def run(make, types: tuple[str, str], shape: tuple, trans: tuple[bool, bool], target: str, cfg: tuple,
         prec: str = "tf32", expect: str | None = None, src: str = SRC):  # fmt: skip
     """Compile the matmul for `target`, run it on operands made by make(rows, cols) -> torch tensor;
@@ -79,11 +82,11 @@ def run(make, types: tuple[str, str], shape: tuple, trans: tuple[bool, bool], ta
     art = compile_kernel(src.replace("PREC", repr(prec)), "mm", signature=sig, constexprs={"BM": bm, "BN": bn, "BK": bk},
                          hints={name: dict(s.hints) for name, s in specs.items() if s.hints},
                          options=CompileOptions(target=target, num_warps=nw, num_stages=ns),
-                         emit="ptx" if target == "cuda:sm_80" else "cubin")  # fmt: skip
+                         emit="ptx" if target in PTX_TARGETS else "cubin")  # fmt: skip
     if expect is not None:
         assert expect in art.ptx, f"{target}: {expect} not in the PTX"
-    if target == "cuda:sm_80":  # an sm_80 cubin does not load on sm_90: its PTX, compiled by the driver
-        assert ".target sm_80" in art.ptx and art.metadata["emit"] == "ptx"
+    if target in PTX_TARGETS:  # an sm_8x cubin does not load on sm_90: its PTX, compiled by the driver
+        assert f".target {target[5:]}" in art.ptx and art.metadata["emit"] == "ptx"
         art = replace(art, target=f"cuda:sm_{_device_sm(torch)}", binary=art.ptx.encode() + b"\0")
     launch(art, args, (-(-m // bm), -(-n // bn), 1))
     torch.cuda.synchronize()
@@ -170,11 +173,11 @@ def _fp8_maker(torch, kinds: tuple[str, str], gen):
 
 
 FP8_CASES = [(kinds, t, s, tr) for kinds in (("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3"))
-             for t in ("cuda:sm_90a", "cuda:sm_90", "cuda:sm_80")
+             for t in ("cuda:sm_90a", "cuda:sm_89", "cuda:sm_80")
              for s, tr in [(ALIGNED, (False, True)), (ALIGNED, (False, False)), (RAGGED, (True, False))]]  # fmt: skip
-# sm_90 without wgmma: mma.sync with the operands converted in hardware (and B staged N x K where it is loaded
-# K-contiguous); sm_80: the integer decoding
-FP8_CASES += [(("e4m3", "e4m3"), t, ALIGNED, (True, True)) for t in ("cuda:sm_90a", "cuda:sm_90", "cuda:sm_80")]
+# sm_89 (no wgmma; its PTX run by the driver here): mma.sync with the operands converted in hardware (and B staged
+# N x K where it is loaded K-contiguous); sm_80: the integer decoding
+FP8_CASES += [(("e4m3", "e4m3"), t, ALIGNED, (True, True)) for t in ("cuda:sm_90a", "cuda:sm_89", "cuda:sm_80")]
 
 
 @pytest.mark.parametrize(("kinds", "target", "shape", "trans"), FP8_CASES)
