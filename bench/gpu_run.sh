@@ -164,6 +164,10 @@ if [ "$stage" = ncu_t03 ]; then
   # tutorial 03's kernel at one config and point under Nsight Compute, each side (bench/tutorial03_configs.py's
   # T03_ONCE; carry .wt/tutorials): where a per-iteration gap goes
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  if [ -n "${NCU_TESTS:-}" ]; then  # GPU tests to run first (pytest arguments)
+    timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore $NCU_TESTS 2>&1 \
+      | tee "$OUT/ncu_tests.log" | tail -8
+  fi
   ncu_side() {  # side, then ncu's options: one launch of the config under Nsight Compute
     local side=$1; shift
     T03_ONCE="${T03_CFG:-128x128x32 g8 w4 s4}" TILEC_CACHE_DIR=$(mktemp -d) timeout 200 "$NCU" --kernel-name regex:matmul_kernel \

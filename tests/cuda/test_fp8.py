@@ -29,9 +29,14 @@ def _cubin(text: str, sm: int):
     )
 
 
+@pytest.mark.parametrize("sm", [90, 89])
 @pytest.mark.parametrize(("src", "dst"), PAIRS)
-def test_conversion_kernels_assemble_for_sm90(src: str, dst: str) -> None:
-    art = _cubin(convert_kernel(src, dst, n=128), 90)
+def test_conversion_kernels_assemble(src: str, dst: str, sm: int) -> None:
+    """sm_90 converts in hardware (cvt with .e4m3x2/.e5m2x2), which ptxas takes on sm_89 only from PTX ISA 8.1:
+    sm_89's build (PTX 8.0 from LLVM) must not have them."""
+    art = _cubin(convert_kernel(src, dst, n=128), sm)
+    hw = re.search(r"cvt\.\S*(e4m3|e5m2)x2", art.ptx)
+    assert (hw is not None) == (sm == 90 and not (src == "f8e5" and not dst.startswith("f8")))
     assert art.binary[:4] == b"\x7fELF" and art.metadata["registers"] > 0
     assert "ld.global" in art.ptx and "st.global" in art.ptx
     if src.startswith("f8"):  # fp8 is bytes in memory

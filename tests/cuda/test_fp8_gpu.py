@@ -1,5 +1,5 @@
 """fp8 conversions run on the GPU, built for sm_90 (the cvt.rn.f16x2.{e4m3,e5m2}x2 and cvt.rn.satfinite
-instructions of sm_89 and later; e5m2 up by a shift) and for sm_80 (the integer code of llvm/fp8.py): all 256
+instructions of sm_90; e5m2 up by a shift) and for sm_80 (the integer code of llvm/fp8.py): all 256
 codes up to f32 and f16, and tests/codegen/test_fp8.py's inputs down from f32 and f16 (ties, subnormals,
 saturation, infinities, NaN, signed zeros), each against that file's ml_dtypes reference. A cast to fp8 that is
 stored (one encode, ops.fp8_bits' memo) and one that is used again as a value are both here."""

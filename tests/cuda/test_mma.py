@@ -65,7 +65,7 @@ def test_tensor_core_dots(dtype: str, out: str, inst: str, sm: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["*fp8e4nv", "*fp8e5"])
-def test_fp8_operands_convert_in_hardware_from_sm89(dtype: str) -> None:
+def test_fp8_operands_convert_in_hardware_on_sm90(dtype: str) -> None:
     """sm_90 with two warps (no wgmma): e4m3 goes to f16 by cvt.rn.f16x2.e4m3x2, e5m2 by a shift; neither through
     the integer decoding (its fmul by a power of two) or an f32 -> f16 rounding."""
     text = ptx(dtype, "*fp32", sm=90, num_warps=2)

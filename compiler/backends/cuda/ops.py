@@ -75,13 +75,14 @@ def from_mem(b: ir.IRBuilder, t: ScalarType, v):
 
 
 # ---- fp8 <-> f32 ----------------------------------------------------------------------------------
-# sm_89 and later convert in hardware, as Triton does there: up through cvt.rn.f16x2.e4m3x2 (every fp8 value is
+# sm_90 and later convert in hardware, as Triton does there: up through cvt.rn.f16x2.e4m3x2 (every fp8 value is
 # an f16 one), down through cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (nearest even, saturating to the largest finite
-# value, NaN to 0x7f: the semantics compiler/ir/fp8.py states and llvm/fp8.py's integer code keeps before sm_89).
-# An e5m2 code is the upper byte of the f16 of the same value, so it goes up by a shift on every arch. The lowering
-# marks its LLVM module (`tilec_fp8_cvt`) when the arch has the instructions.
+# value, NaN to 0x7f: the semantics compiler/ir/fp8.py states and llvm/fp8.py's integer code keeps before). sm_89 has
+# the instructions from PTX ISA 8.1 only, and LLVM writes 8.0 for it (ptxas refuses them there), so it keeps the
+# integer code. An e5m2 code is the upper byte of the f16 of the same value, so it goes up by a shift on every arch.
+# The lowering marks its LLVM module (`tilec_fp8_cvt`) when the arch converts in hardware.
 
-FP8_CVT_SM = 89
+FP8_CVT_SM = 90
 _PTX_FP8 = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
 
 
