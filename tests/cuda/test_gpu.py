@@ -237,11 +237,12 @@ def test_dot_tf32(shape: tuple, num_warps: int) -> None:
 PIPE_SRC = (Path(__file__).resolve().parents[2] / "bench/kernels_bench.py").read_text()
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3, 4])
-@pytest.mark.parametrize(("blocks", "num_warps"), [((64, 64, 32), 4), ((128, 128, 32), 8)])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize(("blocks", "num_warps"), [((64, 64, 32), 4), ((128, 128, 32), 8), ((64, 64, 32), 2)])
 @pytest.mark.parametrize("k", [32, 64, 96, 288])
 def test_pipelined_matmul(k: int, blocks: tuple, num_warps: int, stages: int) -> None:
-    """The cp.async ring over num_stages, fewer iterations than stages included (k = 32, 64)."""
+    """The cp.async ring over num_stages, fewer iterations than stages included (k = 32, 64); on two warps it
+    is mma.sync's ring (num_stages - 1 slots, refilled at the end of an iteration), on more wgmma's."""
     bm, bn, bk = blocks
     m, n = 2 * bm, 2 * bn
     a, b = (RNG.standard_normal(s).astype(np.float16) for s in ((m, k), (k, n)))
@@ -261,8 +262,8 @@ def test_pipelined_matmul_tf32() -> None:
     assert _rel(got[2], a.astype(np.float64) @ b.astype(np.float64)) < 2e-3
 
 
-@pytest.mark.parametrize("stages", [2, 3, 4])
-@pytest.mark.parametrize(("blocks", "num_warps"), [((64, 64, 32), 4), ((128, 128, 32), 8)])
+@pytest.mark.parametrize("stages", [2, 3, 4, 5])
+@pytest.mark.parametrize(("blocks", "num_warps"), [((64, 64, 32), 4), ((128, 128, 32), 8), ((64, 32, 32), 2)])
 def test_pipelined_tutorial_matmul(blocks: tuple, num_warps: int, stages: int) -> None:
     """Advanced pointer tiles, masks along K (zero-filled copies), rows wrapped with % M: strides
     divisible by 16 so the copies are 16 bytes; ragged M, N and K."""

@@ -49,18 +49,19 @@ def compile_bench(consts: dict, sig: dict | None = None, num_warps: int = 4, sta
 def test_plan_golden_bench_matmul() -> None:
     got = plan_text(BENCH, "matmul_plain", SIG, {"BM": 64, "BN": 64, "BK": 32}, HINTS)
     assert got == (
-        "for: 3 stages of 9728 bytes, address args [], 10 slice ops\n"
+        "for: 2 stages of 9728 bytes, address args [], 10 slice ops\n"
         "  A 64x32: 8 x f16 per copy, offset 0, stride 80\n"
         "  B 32x64: 8 x f16 per copy, offset 5120, stride 144"
     )
 
 
 def test_plan_golden_tutorial_matmul() -> None:
-    """Pointer tiles advanced each iteration (carried address args 2, 3) and masks along K."""
+    """Pointer tiles advanced each iteration (carried address args 2, 3) and masks along K; num_stages 4 is a ring
+    of 3 slots on mma.sync, as Triton's."""
     consts = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
     got = plan_text(tutorial(), "matmul_kernel", TUTORIAL_SIG, consts, TUTORIAL_HINTS, stages=4)
     assert got == (
-        "for: 4 stages of 9728 bytes, address args [2, 3], 10 slice ops\n"
+        "for: 3 stages of 9728 bytes, address args [2, 3], 10 slice ops\n"
         "  A 64x32: 8 x f16 per copy, offset 0, stride 80\n"
         "  B 32x64: 8 x f16 per copy, offset 5120, stride 144"
     )
@@ -73,16 +74,24 @@ def test_plan_unaligned_strides_fall_back() -> None:
     assert plan_text(tutorial(), "matmul_kernel", TUTORIAL_SIG, consts, hints) == "no pipelined loops"
 
 
-@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("stages", [2, 3, 4, 5])
 def test_cp_async_ring_in_ptx(stages: int) -> None:
+    """An mma.sync ring of num_stages - 1 slots (two at least), each filled as many iterations ahead: the loop
+    waits for its own group, syncs, runs its dots from the slot, syncs again and refills that slot."""
     art = compile_bench({"BM": 64, "BN": 64, "BK": 32}, stages=stages)
     text = art.ptx
+    slots = max(2, stages - 1)
     copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", text)
-    assert len(copies) == 4 * stages  # 2 A + 2 B copies per thread and iteration: prologue S-1, loop 1
-    assert text.count("cp.async.commit_group") == stages
-    assert f"cp.async.wait_group {stages - 2};" in text and "cp.async.wait_group 0;" in text
+    assert len(copies) == 4 * (slots + 1)  # 2 A + 2 B copies per thread and iteration: prologue `slots`, loop 1
+    assert text.count("cp.async.commit_group") == slots + 1
+    assert f"cp.async.wait_group {slots - 1};" in text and "cp.async.wait_group 0;" in text
+    loop = text[text.index(f"cp.async.wait_group {slots - 1};") : text.index("cp.async.wait_group 0;")]
+    order = re.findall(r"bar\.sync|mma\.sync|cp\.async\.cg|cp\.async\.commit_group", loop)
+    first_copy = order.index("cp.async.cg")
+    assert order[0] == "bar.sync" and order[first_copy - 1] == "bar.sync" and order.index("mma.sync") < first_copy
+    assert "mma.sync" not in order[first_copy:]
     assert art.metadata["pipelined_loops"] == 1 and art.metadata["spill_stores"] == 0
-    assert art.metadata["shared_bytes"] >= stages * 9728
+    assert slots * 9728 <= art.metadata["shared_bytes"] < (slots + 1) * 9728
     assert "add.rn.f32" not in text  # gpu-dot-acc: acc += dot(a, b) accumulates inside the mma
 
 

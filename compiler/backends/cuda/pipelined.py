@@ -1,9 +1,11 @@
 """Software-pipelined `for` loops for the cuda lowering (the plan comes from backends/cuda/passes/gpu_pipeline.py).
 
 The planned loads are copied by cp.async into a ring of `stages` shared buffers: a prologue issues
-iterations 0..A-1 (A = pipe.ahead, S-1), and iteration i waits for its own group, syncs the block
-(which also frees the slot read in iteration i-1), issues iteration i+A into that slot and then runs
-its dots straight from slot i % S. The address state of iteration i+A (induction variable and carried
+iterations 0..A-1 (A = pipe.ahead), and iteration i waits for its own group, syncs the block and runs its dots
+straight from slot i % S. Rings that wgmma reads (A = S-1) are refilled before that: the sync also frees the
+slot read in iteration i-1, and iteration i+A goes into it. Rings that only mma.sync reads (A = S, one slot
+fewer for the same depth; pipe.issue_late) are refilled after the body, behind a second sync, with iteration
+i+A into the slot just read, as Triton does. The address state of iteration i+A (induction variable and carried
 address tiles) is carried in extra phis; copies of iterations past the end are not issued.
 
 Rings that wgmma reads hold swizzled tiles (swizzle.py) and each thread fences its copies into the
@@ -305,11 +307,13 @@ class PipelineLowering:
                 if carried is not None:  # the last group runs on into the next iteration, waited with the first
                     self._pending[last_dot] = 1
                     self._wait_also[first_dot] = carried
-            else:
+            elif not pipe.issue_late:
                 issue()
             self._rings[op] = (slot, ring_base)
             self.lower_block([o for o in body.ops if o is not body.terminator])
             if not issued:
+                if pipe.issue_late:  # every warp has read this iteration's slot before its copies refill it
+                    self.barrier()
                 issue()
             nxt_state = issued[0]
             nxt = self._flat(body.terminator.operands, lays)

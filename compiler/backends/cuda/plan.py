@@ -273,11 +273,19 @@ class LoopPipeline:
     pending: int = 0  # wgmma groups left in flight at the end of an iteration (0 or 1)
 
     @property
+    def issue_late(self) -> bool:
+        """Rings that only mma.sync reads (no swizzled tile) are refilled at the end of an iteration, after a
+        barrier, into the slot the iteration read, as Triton's pipeliner does for them: num_stages - 1 slots
+        with the copies as many iterations ahead, where issuing first would need one slot more."""
+        return not any(pl.swizzle for pl in self.loads)
+
+    @property
     def ahead(self) -> int:
-        """How many iterations ahead the copies run: the slot read by the running iteration is the
-        only one they may not refill (with a wgmma group in flight, its copies wait for the previous
-        group, so the slot of the previous iteration is free again)."""
-        return self.stages - 1
+        """How many iterations ahead the copies run: every slot when they are issued at the end of the
+        iteration (issue_late); else all but the slot read by the running iteration, which they may not refill
+        (with a wgmma group in flight, its copies wait for the previous group, so the slot of the previous
+        iteration is free again)."""
+        return self.stages if self.issue_late else self.stages - 1
 
     @property
     def ring_bytes(self) -> int:
@@ -369,7 +377,7 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
             raise CompileError("cuda: a pipelined loop copies no load whose addresses can be replayed",
                                **error_location(op.loc))  # fmt: skip
         pending = int(op.attrs.get(MMA_PENDING, 0))
-        if pending not in (0, 1) or got.stages < 2:
+        if pending not in (0, 1) or got.stages < (1 if got.issue_late else 2):
             raise CompileError(f"cuda: {MMA_PENDING} = {pending} does not fit a loop of {got.stages} stages",
                                **error_location(op.loc))  # fmt: skip
         got = replace(got, pending=pending)

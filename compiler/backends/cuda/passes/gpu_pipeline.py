@@ -1,6 +1,6 @@
 """gpu-pipeline: plans cp.async software pipelining for the cuda target: which `for` loops feed tensor-core
 dots from global loads, and how the ring of shared buffers that runs num_stages-1 iterations ahead is laid
-out. It records the plan as gpu.* attributes (plan.py); the IR is otherwise unchanged, and
+out (num_stages slots for wgmma's rings, num_stages-1 for mma.sync's, refilled at the end of an iteration). It records the plan as gpu.* attributes (plan.py); the IR is otherwise unchanged, and
 compiler/backends/cuda/pipelined.py emits the prologue, the ring and the waits from it.
 """
 
@@ -183,8 +183,11 @@ class GpuPipelinePass:
             return None
         if any(pl.swizzle for pl in pls):
             offset = align(offset)
-        stages = self.num_stages
-        while stages > 2 and stages * offset > MAX_RING:
+        # mma.sync rings: num_stages - 1 slots, as Triton's (LoopPipeline.issue_late), but two for num_stages 2, so
+        # that its copies still overlap an iteration's dots; wgmma's: num_stages
+        late = not any(pl.swizzle for pl in pls)
+        stages, least = (max(2, self.num_stages - 1), 1) if late else (self.num_stages, 2)
+        while stages > least and stages * offset > MAX_RING:
             stages -= 1
         if stages * offset > MAX_RING:
             return None
