@@ -128,10 +128,11 @@ if [ "$stage" = carried ]; then
   # loop-carried address tiles (axis analysis through loops, carried in their loads' layout), fp8 conversions in
   # hardware and B^T staging on mma.sync: the GPU tests of every path they touch, then tutorial 03's configs at
   # fp16 and fp8 points, each alone under both (carry .wt/tutorials)
+  # (CA_LIST replaces the list of test files)
   timeout "${CA_TESTS_S:-330}" python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
-    tests/cuda/test_gpu.py tests/cuda/test_gpu_every_op.py tests/cuda/test_gpu_dot_types.py tests/cuda/test_pipeline.py \
+    ${CA_LIST:-tests/cuda/test_gpu.py tests/cuda/test_gpu_every_op.py tests/cuda/test_gpu_dot_types.py tests/cuda/test_pipeline.py \
     tests/cuda/test_mma.py tests/cuda/test_wgmma.py tests/cuda/test_attention.py tests/cuda/test_trans_load.py \
-    tests/cuda/test_prefetch.py ${CA_TESTS:-} 2>&1 | tee "$OUT/carried_tests.log" | tail -12
+    tests/cuda/test_prefetch.py} ${CA_TESTS:-} 2>&1 | tee "$OUT/carried_tests.log" | tail -12
   timeout "${CA_T03_S:-200}" python3 bench/tutorial03_configs.py .wt/tutorials --points "${CA_POINTS:-fp16:1280,fp8:768,fp8:1280}" \
     2>&1 | grep -v -i warn | tee "$OUT/tutorial03_configs.log" | tail -60
 fi
