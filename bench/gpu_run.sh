@@ -154,7 +154,8 @@ if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left
   t0=$(date +%s); left() { echo $(( ${TV_BUDGET:-540} - ($(date +%s) - t0) )); }
-  timeout 300 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py ${TV_VARIANTS:+--variants "$TV_VARIANTS"} 2>&1 \
+  timeout 300 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py ${TV_VARIANTS:+--variants "$TV_VARIANTS"} \
+    ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
     | grep -v -i warn | tee "$OUT/t03_variants.log"
   if [ "${SPEED:-}" = 1 ] && [ "$(left)" -gt 120 ]; then
     timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) ${SPEED_ONLY:+--only "$SPEED_ONLY"} --json "$OUT/speed.json" 2>&1 \

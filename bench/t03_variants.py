@@ -38,7 +38,14 @@ def main() -> None:
     ap.add_argument(
         "--variants", default="uniform_advance_offset=0", help="name:field=0|1,...; ';' between variants"
     )
+    ap.add_argument(
+        "--configs", default="", help="BMxBNxBK:wW:sS,... in place of the default configs (e.g. 64x32x32:w2:s5)"
+    )
+    ap.add_argument("--sizes", default="", help="n,... in place of the default sizes")
     ns = ap.parse_args()
+    configs = [(*map(int, c.split(":")[0].split("x")), int(c.split(":")[1][1:]), int(c.split(":")[2][1:]))
+               for c in ns.configs.split(",") if c] or CONFIGS  # fmt: skip
+    sizes = [int(x) for x in ns.sizes.split(",") if x] or SIZES
     src = tutorial03_source(Path(ns.tutorial))
     path = Path(tempfile.mkdtemp()) / "t03_kernel.py"  # Triton reads a kernel's source from its file
     path.write_text(src)
@@ -56,12 +63,12 @@ def main() -> None:
         + " ".join(f"{k[:26]:>26s}" for k in variants)
         + "  (ratio Triton/tilec)"
     )
-    for n in SIZES:
+    for n in sizes:
         torch.manual_seed(0)
         a = torch.randn((n, n), device="cuda", dtype=torch.float16)
         b = torch.randn((n, n), device="cuda", dtype=torch.float16)
         ref = (a.float() @ b.float()).half()
-        for bm, bn, bk, w, st in CONFIGS:
+        for bm, bn, bk, w, st in configs:
             grid = (triton.cdiv(n, bm) * triton.cdiv(n, bn),)
             consts = {
                 "BLOCK_SIZE_M": bm,

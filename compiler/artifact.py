@@ -58,6 +58,7 @@ class CudaOptions:
     uniform_advance_offset: bool = True  # a pipelined loop's uniformly advanced address tile: bases plus one hidden offset
     zero_fill_past_end: bool = False  # a pipelined loop's copies past its last iteration copy 0 bytes, unpredicated
     prefetch_regs: int = 0  # gpu-prefetch: registers a thread the tiles beyond the next may take (0: one ahead)
+    mma_ring_late: bool = True  # mma.sync rings: num_stages - 1 slots refilled after the dots; off: num_stages, before
 
     def changed(self) -> dict[str, Any]:
         """The fields that differ from the defaults (what the artifact key adds)."""

@@ -178,3 +178,24 @@ def test_the_pipelined_loops_copy_options_change_its_copies() -> None:
     assert identity not in no_offset.llir and no_offset.ptx != base.ptx
     filled = _pipelined(CudaOptions(zero_fill_past_end=True)).ptx
     assert "cp.async.cg" in filled and not re.search(r"@%p\d+ cp\.async", filled)
+
+
+def test_the_mma_sync_ring_option_sets_its_slots_and_refill() -> None:
+    """Two warps (no wgmma) at num_stages 4: by default a ring of 3 slots, 3 iterations ahead, refilled after the
+    dots behind a second barrier; mma_ring_late=False gives 4 slots, refilled before the dots, one barrier."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_bk": "i32"}
+
+    def build(cuda: CudaOptions):
+        return compile_kernel(PIPELINED, "mm", signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                              hints={p: {"divisibility": 16} for p in sig},
+                              options=CompileOptions(target="cuda:sm_90a", num_warps=2, num_stages=4, cuda=cuda),
+                              emit="ptx")  # fmt: skip
+
+    for cuda, slots in ((CudaOptions(), 3), (CudaOptions(mma_ring_late=False), 4)):
+        art = build(cuda)
+        assert slots * 9728 <= art.metadata["shared_bytes"] < (slots + 1) * 9728  # A 64 x 80 bytes, B 32 x 144
+        assert art.ptx.count("cp.async.commit_group") == 4  # three iterations ahead either way, then one a loop
+        loop = art.ptx[art.ptx.index("cp.async.wait_group 2;") : art.ptx.index("cp.async.wait_group 0;")]
+        order = re.findall(r"bar\.sync|mma\.sync|cp\.async\.cg", loop)
+        assert (order.index("mma.sync") < order.index("cp.async.cg")) == cuda.mma_ring_late
+        assert order.count("bar.sync") == (2 if cuda.mma_ring_late else 1)

@@ -4,7 +4,7 @@ The planned loads are copied by cp.async into a ring of `stages` shared buffers:
 iterations 0..A-1 (A = pipe.ahead), and iteration i waits for its own group, syncs the block and runs its dots
 straight from slot i % S. Rings that wgmma reads (A = S-1) are refilled before that: the sync also frees the
 slot read in iteration i-1, and iteration i+A goes into it. Rings that only mma.sync reads (A = S, one slot
-fewer for the same depth; pipe.issue_late) are refilled after the body, behind a second sync, with iteration
+fewer for the same depth; pipe.late) are refilled after the body, behind a second sync, with iteration
 i+A into the slot just read, as Triton does. The address state of iteration i+A (induction variable and carried
 address tiles) is carried in extra phis; copies of iterations past the end are not issued.
 
@@ -307,12 +307,12 @@ class PipelineLowering:
                 if carried is not None:  # the last group runs on into the next iteration, waited with the first
                     self._pending[last_dot] = 1
                     self._wait_also[first_dot] = carried
-            elif not pipe.issue_late:
+            elif not pipe.late:
                 issue()
             self._rings[op] = (slot, ring_base)
             self.lower_block([o for o in body.ops if o is not body.terminator])
             if not issued:
-                if pipe.issue_late:  # every warp has read this iteration's slot before its copies refill it
+                if pipe.late:  # every warp has read this iteration's slot before its copies refill it
                     self.barrier()
                 issue()
             nxt_state = issued[0]

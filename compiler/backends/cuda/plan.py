@@ -17,7 +17,8 @@ decision is golden-testable as text), and the plans the lowering reads back from
                        gpu.ring_stride (bytes in a stage) and gpu.copy_width (elements per cp.async);
                        a ring that wgmma reads also has gpu.ring_swizzle (bytes) and gpu.ring_contig (the
                        tile dimension stored contiguously); gpu.mma_pending = 1 on the loop when its
-                       wgmma group stays in flight into the next iteration
+                       wgmma group stays in flight into the next iteration; gpu.ring_late on a loop whose
+                       mma.sync ring is refilled at the end of an iteration (S slots, S iterations ahead)
 
 A layout is written `reg=(0,1)(0,2) lane=(0,4)(0,8)(1,0)(2,0)(4,0) warp=(8,0)(16,0)`: the basis vector of
 each register, lane and warp bit (layouts.py), `-` where a kind has none.
@@ -50,6 +51,7 @@ COPY_WIDTH = "gpu.copy_width"
 RING_SWIZZLE = "gpu.ring_swizzle"
 RING_CONTIG = "gpu.ring_contig"
 MMA_PENDING = "gpu.mma_pending"
+RING_LATE = "gpu.ring_late"  # an mma.sync ring refilled at the end of an iteration (LoopPipeline.late)
 STRONG = "gpu.strong"
 
 LAZY_OPS = frozenset(
@@ -271,21 +273,18 @@ class LoopPipeline:
     slice_ops: tuple[Operation, ...]  # body ops computing addresses, masks and next address state
     stage_bytes: int
     pending: int = 0  # wgmma groups left in flight at the end of an iteration (0 or 1)
-
-    @property
-    def issue_late(self) -> bool:
-        """Rings that only mma.sync reads (no swizzled tile) are refilled at the end of an iteration, after a
-        barrier, into the slot the iteration read, as Triton's pipeliner does for them: num_stages - 1 slots
-        with the copies as many iterations ahead, where issuing first would need one slot more."""
-        return not any(pl.swizzle for pl in self.loads)
+    # a ring that only mma.sync reads (no swizzled tile), refilled at the end of an iteration, after a barrier, into
+    # the slot the iteration read, as Triton's pipeliner does for them: num_stages - 1 slots with the copies as many
+    # iterations ahead, where issuing first needs one slot more (CudaOptions.mma_ring_late)
+    late: bool = False
 
     @property
     def ahead(self) -> int:
         """How many iterations ahead the copies run: every slot when they are issued at the end of the
-        iteration (issue_late); else all but the slot read by the running iteration, which they may not refill
+        iteration (late); else all but the slot read by the running iteration, which they may not refill
         (with a wgmma group in flight, its copies wait for the previous group, so the slot of the previous
         iteration is free again)."""
-        return self.stages if self.issue_late else self.stages - 1
+        return self.stages if self.late else self.stages - 1
 
     @property
     def ring_bytes(self) -> int:
@@ -377,10 +376,13 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
             raise CompileError("cuda: a pipelined loop copies no load whose addresses can be replayed",
                                **error_location(op.loc))  # fmt: skip
         pending = int(op.attrs.get(MMA_PENDING, 0))
-        if pending not in (0, 1) or got.stages < (1 if got.issue_late else 2):
+        late = bool(op.attrs.get(RING_LATE, False))
+        if late and any(pl.swizzle for pl in got.loads):
+            raise CompileError(f"cuda: {RING_LATE} on a loop whose ring wgmma reads", **error_location(op.loc))
+        if pending not in (0, 1) or got.stages < (1 if late else 2):
             raise CompileError(f"cuda: {MMA_PENDING} = {pending} does not fit a loop of {got.stages} stages",
                                **error_location(op.loc))  # fmt: skip
-        got = replace(got, pending=pending)
+        got = replace(got, pending=pending, late=late)
         plan.loops[op] = got
         for pl in got.loads:
             plan.by_load[pl.load] = (got, pl)

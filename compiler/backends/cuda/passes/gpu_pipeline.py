@@ -18,6 +18,7 @@ from ..plan import (
     COPY_WIDTH,
     MMA_PENDING,
     RING_CONTIG,
+    RING_LATE,
     RING_OFFSET,
     RING_STRIDE,
     RING_SWIZZLE,
@@ -72,11 +73,12 @@ class GpuPipelinePass:
     name = "gpu-pipeline"
     num_stages: int = 3
     wgmma_pending: int = 1
+    mma_late: bool = True  # mma.sync rings refilled at the end of an iteration (gpu.ring_late), num_stages - 1 slots
 
     def apply(self, module: Module) -> None:
         for fn in module.functions:
             for op in fn.walk():
-                for k in (STAGES, RING_OFFSET, RING_STRIDE, COPY_WIDTH, RING_SWIZZLE, RING_CONTIG, MMA_PENDING):
+                for k in (STAGES, RING_OFFSET, RING_STRIDE, COPY_WIDTH, RING_SWIZZLE, RING_CONTIG, MMA_PENDING, RING_LATE):
                     op.attrs.pop(k, None)
             if self.num_stages >= 2:
                 for pipe in self.plan(fn):
@@ -183,19 +185,22 @@ class GpuPipelinePass:
             return None
         if any(pl.swizzle for pl in pls):
             offset = align(offset)
-        # mma.sync rings: num_stages - 1 slots, as Triton's (LoopPipeline.issue_late), but two for num_stages 2, so
+        # mma.sync rings: num_stages - 1 slots, as Triton's (LoopPipeline.late), but two for num_stages 2, so
         # that its copies still overlap an iteration's dots; wgmma's: num_stages
-        late = not any(pl.swizzle for pl in pls)
+        late = self.mma_late and not any(pl.swizzle for pl in pls)
         stages, least = (max(2, self.num_stages - 1), 1) if late else (self.num_stages, 2)
         while stages > least and stages * offset > MAX_RING:
             stages -= 1
         if stages * offset > MAX_RING:
             return None
-        return loop_pipeline(op, stages, pls, layouts)  # the address slice of the loads kept, as the lowering reads it
+        pipe = loop_pipeline(op, stages, pls, layouts)  # the address slice of the loads kept, as the lowering reads it
+        return None if pipe is None else replace(pipe, late=late)
 
 
 def _record(pipe: LoopPipeline) -> None:
     pipe.loop.attrs[STAGES] = pipe.stages
+    if pipe.late:
+        pipe.loop.attrs[RING_LATE] = True
     if pipe.pending:
         pipe.loop.attrs[MMA_PENDING] = pipe.pending
     for pl in pipe.loads:
