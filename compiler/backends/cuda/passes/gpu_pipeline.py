@@ -30,6 +30,7 @@ from ..plan import (
     loop_pipeline,
     operand_stride,
     read_layouts,
+    ring_copy_layout,
 )
 from ..swizzle import align, swizzle_width
 
@@ -178,7 +179,7 @@ class GpuPipelinePass:
             if width is None:
                 continue  # this operand is loaded and staged the plain way
             stride = operand_stride(layouts.mma[dot].kind, i, shape, eb)
-            lay = blocked(shape, layouts.num_warps, width, (1, 0))
+            lay = ring_copy_layout(shape, layouts.num_warps, width, (1, 0), stride)
             pls.append(PipeLoad(ld, dot, i, lay, width, offset, stride))
             offset += shape[0] * stride
         if not pls:
