@@ -183,6 +183,7 @@ if [ "$stage" = ncu_t03 ]; then
       ncu_side $side --section WarpStateStats --section SourceCounters --import-source no -f -o "$OUT/t03_$side" > /dev/null 2>&1
       "$NCU" -i "$OUT/t03_$side.ncu-rep" --page source --csv --print-source sass > "$OUT/t03_${side}_sass.csv" 2>&1
       "$NCU" -i "$OUT/t03_$side.ncu-rep" --page details --print-details all > "$OUT/t03_${side}_details.txt" 2>&1
+      rm -f "$OUT/t03_$side.ncu-rep"  # 8 files come back at most: the two exports, not the report
       echo "source page: $(wc -l < "$OUT/t03_${side}_sass.csv") lines"; grep -i "stall" "$OUT/t03_${side}_details.txt" | head -30
     fi
   done
