@@ -17,6 +17,7 @@ from ..layouts import WgmmaSpec, blocked
 from ..plan import (
     COPY_WIDTH,
     MMA_PENDING,
+    PAD,
     RING_CONTIG,
     RING_LATE,
     RING_OFFSET,
@@ -75,6 +76,7 @@ class GpuPipelinePass:
     num_stages: int = 3
     wgmma_pending: int = 1
     mma_late: bool = True  # mma.sync rings refilled at the end of an iteration (gpu.ring_late), num_stages - 1 slots
+    mma_pad: int = 16  # bytes after each row of an f16/bf16 mma.sync ring tile (plan.PAD)
 
     def apply(self, module: Module) -> None:
         for fn in module.functions:
@@ -179,6 +181,8 @@ class GpuPipelinePass:
             if width is None:
                 continue  # this operand is loaded and staged the plain way
             stride = operand_stride(layouts.mma[dot].kind, i, shape, eb)
+            if layouts.mma[dot].kind in ("f16", "bf16"):
+                stride += self.mma_pad - PAD
             lay = ring_copy_layout(shape, layouts.num_warps, width, (1, 0), stride)
             pls.append(PipeLoad(ld, dot, i, lay, width, offset, stride))
             offset += shape[0] * stride
