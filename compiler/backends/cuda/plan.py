@@ -389,22 +389,6 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
     return plan
 
 
-def ring_copy_layout(shape: tuple[int, ...], num_warps: int, width: int, order: tuple[int, ...], stride: int,
-                     swizzle: int = 0) -> Layout:  # fmt: skip
-    """The copy layout of a ring tile: `width` elements a cp.async along order[0], blocked. In a padded (mma.sync)
-    tile whose rows hold fewer than 8 copies, its lanes' row bases come first, so that each 8 lanes (one phase of
-    a warp's 16-byte shared stores) write one column of 8 rows, in 8 different bank groups where the padded row
-    stride is an odd number of 16 bytes (as the rows an ldmatrix reads are); along the rows, 8 lanes would cover 2
-    or more rows and meet in the same banks (Nsight Compute counted 3.6 times the ideal shared wavefronts on the
-    copies of a 64-byte-row ring). A warp still reads the same rows and columns of global memory."""
-    lay = blocked(shape, num_warps, width, order)
-    d = order[0]
-    if swizzle or len(shape) != 2 or shape[d] // width >= 8 or stride % 16 or (stride // 16) % 2 == 0:
-        return lay
-    rows = [b for b in lay.lane if b[1 - d]][:3]
-    return Layout(lay.shape, lay.reg, tuple(rows + [b for b in lay.lane if b not in rows]), lay.warp)
-
-
 def _pipe_load(ld: Operation, uses: dict, layouts: LayoutPlan) -> PipeLoad:
     users = uses.get(ld.result, [])
     dot = users[0] if len(users) == 1 and users[0].name == "dot" else None
@@ -415,7 +399,6 @@ def _pipe_load(ld: Operation, uses: dict, layouts: LayoutPlan) -> PipeLoad:
     width = int(ld.attrs.get(COPY_WIDTH, 1))
     contig = int(ld.attrs.get(RING_CONTIG, 1))
     order = (contig, 1 - contig)
-    stride, swizzle = int(ld.attrs.get(RING_STRIDE, 0)), int(ld.attrs.get(RING_SWIZZLE, 0))
-    lay = ring_copy_layout(shape, layouts.num_warps, width, order, stride, swizzle)
-    return PipeLoad(ld, dot, dot.operands.index(ld.result), lay, width, int(ld.attrs[RING_OFFSET]), stride, swizzle,
+    return PipeLoad(ld, dot, dot.operands.index(ld.result), blocked(shape, layouts.num_warps, width, order), width,
+                    int(ld.attrs[RING_OFFSET]), int(ld.attrs.get(RING_STRIDE, 0)), int(ld.attrs.get(RING_SWIZZLE, 0)),
                     contig)  # fmt: skip

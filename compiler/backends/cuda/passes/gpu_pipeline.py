@@ -31,7 +31,6 @@ from ..plan import (
     loop_pipeline,
     operand_stride,
     read_layouts,
-    ring_copy_layout,
 )
 from ..swizzle import align, swizzle_width
 
@@ -183,7 +182,7 @@ class GpuPipelinePass:
             stride = operand_stride(layouts.mma[dot].kind, i, shape, eb)
             if layouts.mma[dot].kind in ("f16", "bf16"):
                 stride += self.mma_pad - PAD
-            lay = ring_copy_layout(shape, layouts.num_warps, width, (1, 0), stride)
+            lay = blocked(shape, layouts.num_warps, width, (1, 0))
             pls.append(PipeLoad(ld, dot, i, lay, width, offset, stride))
             offset += shape[0] * stride
         if not pls:
