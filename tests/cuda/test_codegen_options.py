@@ -199,3 +199,17 @@ def test_the_mma_sync_ring_option_sets_its_slots_and_refill() -> None:
         order = re.findall(r"bar\.sync|mma\.sync|cp\.async\.cg", loop)
         assert (order.index("mma.sync") < order.index("cp.async.cg")) == cuda.mma_ring_late
         assert order.count("bar.sync") == (2 if cuda.mma_ring_late else 1)
+
+
+def test_the_mma_sync_ring_pad_sets_its_row_stride() -> None:
+    """mma_ring_pad bytes after each row of an f16 ring tile (16 by default: A 64 + 16, B 128 + 16 bytes a row);
+    0 packs the rows (ldmatrix then meets bank conflicts: timed slower, bench/NOTES-cuda.md)."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_bk": "i32"}
+    shared = {}
+    for pad in (16, 0):
+        art = compile_kernel(PIPELINED, "mm", signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                             hints={p: {"divisibility": 16} for p in sig},
+                             options=CompileOptions(target="cuda:sm_90a", num_warps=2, num_stages=4,
+                                                    cuda=CudaOptions(mma_ring_pad=pad)), emit="ptx")  # fmt: skip
+        shared[pad] = art.metadata["shared_bytes"]
+    assert 3 * (64 * 80 + 32 * 144) <= shared[16] and 3 * (64 * 64 + 32 * 128) <= shared[0] < 3 * (64 * 80 + 32 * 144)
