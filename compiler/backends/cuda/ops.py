@@ -91,9 +91,11 @@ def _fp8_cvt(b: ir.IRBuilder, v) -> bool:
 
 
 def _fp8_codes(b: ir.IRBuilder) -> dict:
-    """(f32 value, format) -> the i8 code it was decoded from, per LLVM module: a value rounded to fp8 and then
-    stored (x.to(tl.float8e4nv) written to memory) is encoded once, not encoded, decoded and encoded again (the
-    code is defined before the value, so it dominates every use of it)."""
+    """(f32 value, format) -> the i8 code a cast to fp8 (fp8_round) encoded it to, per LLVM module: a value rounded
+    to fp8 and then stored (x.to(tl.float8e4nv) written to memory) is encoded once, not encoded, decoded and encoded
+    again (the code is defined before the value, so it dominates every use of it). Loaded values are not in it: a
+    store re-encodes them, which turns a NaN into the canonical 0x7f (and an e5m2 infinity into the largest finite
+    value), as before."""
     codes = getattr(b.module, "tilec_fp8_codes", None)
     if codes is None:
         codes = {}
@@ -113,7 +115,6 @@ def fp8_value(b: ir.IRBuilder, bits, name: str):
         pair = b.or_(pair, b.shl(pair, ir.Constant(I16, 8)))  # the code in both bytes: either half of the result
         asm = ir.InlineAsm(ir.FunctionType(I32, [I16]), f"cvt.rn.f16x2.{_PTX_FP8[name]}x2 $0, $1;", "=r,h")
         v = b.fpext(b.bitcast(b.trunc(b.call(asm, [pair]), I16), F16), F32)
-    _fp8_codes(b)[(v, name)] = bits
     return v
 
 
@@ -130,7 +131,10 @@ def fp8_bits(b: ir.IRBuilder, x, name: str):
 
 def fp8_round(b: ir.IRBuilder, x, name: str):
     """f32 values rounded to fp8 `name`, kept in f32."""
-    return fp8_value(b, fp8_bits(b, x, name), name)
+    bits = fp8_bits(b, x, name)
+    v = fp8_value(b, bits, name)
+    _fp8_codes(b)[(v, name)] = bits
+    return v
 
 
 class _BFloat(ir.Type):

@@ -1,6 +1,7 @@
 """gpu-pipeline: plans cp.async software pipelining for the cuda target: which `for` loops feed tensor-core
 dots from global loads, and how the ring of shared buffers that runs num_stages-1 iterations ahead is laid
-out (num_stages slots for wgmma's rings, num_stages-1 for mma.sync's, refilled at the end of an iteration). It records the plan as gpu.* attributes (plan.py); the IR is otherwise unchanged, and
+out (num_stages slots for wgmma's rings, num_stages-1 for mma.sync's, refilled at the end of an iteration). It
+records the plan as gpu.* attributes (plan.py); the IR is otherwise unchanged, and
 compiler/backends/cuda/pipelined.py emits the prologue, the ring and the waits from it.
 """
 
