@@ -111,26 +111,24 @@ def case_dropout(q):
     return outs, None
 
 
-def case_quantize(q):
+def _rows_quantized(q, kernel: str, dtype):
+    """Rows of 4096 floats scaled into `dtype` by `kernel` (one program a row); the outputs compared as bytes."""
     m, n = (1024 if q else 8192), 4096
     x = torch.randn(m, n, device="cuda")
-    tri, til = pair("quantize_rows")
+    tri, til = pair(kernel)
     outs = {}
     for side, k in (("triton", tri), ("tilec", til)):
-        o, s = torch.empty(m, n, device="cuda", dtype=torch.int8), torch.empty(m, device="cuda")
-        outs[side] = (lambda k=k, o=o, s=s: k[(m,)](x, o, s, n, x.stride(0), BLOCK_SIZE=4096, num_warps=8), o)
+        o, s = torch.empty(m, n, device="cuda", dtype=dtype), torch.empty(m, device="cuda")
+        outs[side] = (lambda k=k, o=o, s=s: k[(m,)](x, o, s, n, x.stride(0), BLOCK_SIZE=4096, num_warps=8), o.view(torch.int8))
     return outs, None
+
+
+def case_quantize(q):
+    return _rows_quantized(q, "quantize_rows", torch.int8)
 
 
 def case_quantize_fp8(q):
-    m, n = (1024 if q else 8192), 4096
-    x = torch.randn(m, n, device="cuda")
-    tri, til = pair("quantize_rows_fp8")
-    outs = {}
-    for side, k in (("triton", tri), ("tilec", til)):
-        o, s = torch.empty(m, n, device="cuda", dtype=torch.float8_e4m3fn), torch.empty(m, device="cuda")
-        outs[side] = (lambda k=k, o=o, s=s: k[(m,)](x, o, s, n, x.stride(0), BLOCK_SIZE=4096, num_warps=8), o.view(torch.int8))
-    return outs, None
+    return _rows_quantized(q, "quantize_rows_fp8", torch.float8_e4m3fn)
 
 
 def case_dequantize_fp8(q):
