@@ -150,15 +150,16 @@ def test_after_stage_stops_at_emit() -> None:
 
 @needs_assembler
 def test_compile_config_prunes_planned_shared_memory_after_llir(cuda_stages_run: list[str]) -> None:
-    # 131584 bytes of shared memory: an sm_80 block may have them, an sm_86 block may not
-    reason = compile_config(matmul("cuda:sm_86", 128, 256, 64, 8, 3))
-    assert reason == "needs 131584 bytes of shared memory per block; cuda:sm_86 gives at most 101376"
+    # 104448 bytes of shared memory (A and B staged, no ring without stride hints): an sm_80 block may have them,
+    # an sm_86 block may not
+    reason = compile_config(matmul("cuda:sm_86", 128, 256, 128, 8, 3))
+    assert reason == "needs 104448 bytes of shared memory per block; cuda:sm_86 gives at most 101376"
     assert cuda_stages_run == ["tir", "gpu-tir", "llir"]  # neither ptx nor ptxas ran
 
 
 @needs_assembler
 def test_a_config_past_every_archs_shared_memory_is_pruned_not_failed(cuda_stages_run: list[str]) -> None:
-    request = matmul("cuda:sm_80", 256, 256, 128, 8, 5)  # the lowering itself refuses its 263 KB
+    request = matmul("cuda:sm_80", 256, 256, 256, 8, 5)  # the lowering itself refuses its 264 KB
     reason = compile_config(request)
     assert isinstance(reason, str), reason
     assert "bytes of shared memory" in reason

@@ -379,7 +379,7 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
         late = bool(op.attrs.get(RING_LATE, False))
         if late and any(pl.swizzle for pl in got.loads):
             raise CompileError(f"cuda: {RING_LATE} on a loop whose ring wgmma reads", **error_location(op.loc))
-        if pending not in (0, 1) or got.stages < (1 if late else 2):
+        if pending not in (0, 1) or got.stages < 2:
             raise CompileError(f"cuda: {MMA_PENDING} = {pending} does not fit a loop of {got.stages} stages",
                                **error_location(op.loc))  # fmt: skip
         got = replace(got, pending=pending, late=late)

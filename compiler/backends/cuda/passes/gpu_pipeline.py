@@ -191,10 +191,10 @@ class GpuPipelinePass:
         if any(pl.swizzle for pl in pls):
             offset = align(offset)
         # mma.sync rings: num_stages - 1 slots, as Triton's (LoopPipeline.late), but two for num_stages 2, so
-        # that its copies still overlap an iteration's dots; wgmma's: num_stages
+        # that its copies still overlap an iteration's dots; wgmma's: num_stages. Never fewer than two.
         late = self.mma_late and not any(pl.swizzle for pl in pls)
-        stages, least = (max(2, self.num_stages - 1), 1) if late else (self.num_stages, 2)
-        while stages > least and stages * offset > MAX_RING:
+        stages = max(2, self.num_stages - 1) if late else self.num_stages
+        while stages > 2 and stages * offset > MAX_RING:
             stages -= 1
         if stages * offset > MAX_RING:
             return None
