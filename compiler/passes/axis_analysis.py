@@ -89,18 +89,18 @@ LOOP_ROUNDS = 8  # a carried value's info only ever weakens; past this many roun
 
 
 def _analyse(op: Operation, info: dict[Value, AxisInfo]) -> None:
-    """`op`'s nested ops, then its results."""
+    """`op`'s nested ops, then its results (a loop's: _loop)."""
     if op.name == "for":
         _loop(op, info)
-    else:
-        for r in op.regions:
-            for a in r.block.args:
-                if tracked(a):
-                    info[a] = unknown(a)
-            for inner in r.block.ops:
-                _analyse(inner, info)
+        return
+    for r in op.regions:
+        for a in r.block.args:
+            if tracked(a):
+                info[a] = unknown(a)
+        for inner in r.block.ops:
+            _analyse(inner, info)
     for r in op.results:
-        if tracked(r) and not (op.name == "for" and r in info):
+        if tracked(r):
             fn = RULES.get(op.name)
             ins = [info.get(v) or unknown(v) for v in op.operands]
             got = fn(op, ins) if fn else None

@@ -7,13 +7,12 @@ compiler/backends/cuda/pipelined.py emits the prologue, the ring and the waits f
 
 from __future__ import annotations
 
-from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from math import gcd
 
 from ....ir.core import Block, Function, Module, Operation, Value, uses_in
 from ....ir.types import TileType, elem_type, shape_of
-from ....passes.axis_analysis import RULES, AxisInfo, axis_analysis, unknown
+from ....passes.axis_analysis import AxisInfo, axis_analysis
 from ..layouts import WgmmaSpec, blocked
 from ..plan import (
     COPY_WIDTH,
@@ -58,7 +57,7 @@ class GpuPipelinePass:
     of a tensor-core dot (f16, bf16, tf32, tf32x3; on wgmma fp8 too) of the same body; its pointer, mask and `other` depend only
     on the induction variable, loop invariants and carried tiles whose next values are computed by pure
     ops of the same kind (`slice_ops`); each copy moves 4, 8 or 16 contiguous, aligned bytes under one
-    mask bit (axis analysis, with carried address tiles given the meet of their init and next value);
+    mask bit (axis analysis, which gives carried address tiles the meet of their init and next value);
     the ring fits in MAX_RING. Loops that do not match are left to the plain lowering. Each planned
     loop gets gpu.stages, each load it copies gpu.ring_offset, gpu.ring_stride and gpu.copy_width;
     it reads the layouts and mma plans gpu-layout recorded (run that first).
@@ -109,12 +108,10 @@ class GpuPipelinePass:
         loads = [x for x in loads if self._plain_load(x[0])]
         if not loads:
             return None
-        sl = address_slice(body, [v for ld, _, _ in loads for v in ld.operands])
-        if sl is None:
+        if address_slice(body, [v for ld, _, _ in loads for v in ld.operands]) is None:
             return None
-        slice_ops, args = sl
-        info = self._address_info(op, body, slice_ops, args, axis)
-        pipe = self._layout_ring(op, layouts, loads, ChainMap(info, axis))
+        # axis_analysis gives carried address tiles the meet of their init and next values (a fixpoint)
+        pipe = self._layout_ring(op, layouts, loads, axis)
         if pipe is not None and self.wgmma_pending and _async_mma(pipe, layouts, body, uses):
             pipe = replace(pipe, pending=1)
         return pipe
@@ -137,35 +134,9 @@ class GpuPipelinePass:
             other = other.operands[0].owner
         return isinstance(other, Operation) and other.name == "constant" and float(other.attrs["value"]) == 0.0
 
-    @staticmethod
-    def _address_info(op: Operation, body: Block, slice_ops: list, args: list[int], base: dict[Value, AxisInfo]) -> dict:
-        """Axis info of the slice with each carried address tile given what holds for its init and for
-        every next value (a fixpoint of the meet, from the init's info)."""
-        info: dict[Value, AxisInfo] = {}
-        for j in args:
-            a = body.args[j]
-            info[a] = base.get(op.operands[2 + j]) or unknown(a)
-        for _ in range(8):
-            for o in slice_ops:
-                for r in o.results:
-                    rule = RULES.get(o.name)
-                    ins = [info.get(v) or base.get(v) or unknown(v) for v in o.operands]
-                    got = rule(o, ins) if rule and all(x is not None for x in ins) else None
-                    info[r] = _clamp(r, got) if got is not None else unknown(r)
-            changed = False
-            for j in args:
-                a = body.args[j]
-                nxt = info.get(body.terminator.operands[j - 1]) or base.get(body.terminator.operands[j - 1]) or unknown(a)
-                met = _meet(info[a], nxt)
-                if met != info[a]:
-                    info[a], changed = met, True
-            if not changed:
-                return info
-        return {body.args[j]: unknown(body.args[j]) for j in args}
-
     # ---- the ring ------------------------------------------------------------------------------
 
-    def _layout_ring(self, op: Operation, layouts: LayoutPlan, loads: list, info: ChainMap) -> LoopPipeline | None:
+    def _layout_ring(self, op: Operation, layouts: LayoutPlan, loads: list, info: Mapping[Value, AxisInfo]) -> LoopPipeline | None:
         pls, offset = [], 0
         for ld, dot, i in loads:
             shape = shape_of(ld.result.type)
@@ -214,7 +185,7 @@ def _record(pipe: LoopPipeline) -> None:
             pl.load.attrs.update({RING_SWIZZLE: pl.swizzle, RING_CONTIG: pl.contig})
 
 
-def _swizzled(ld: Operation, dot: Operation, i: int, shape: tuple, eb: int, info: ChainMap, num_warps: int,
+def _swizzled(ld: Operation, dot: Operation, i: int, shape: tuple, eb: int, info: Mapping[Value, AxisInfo], num_warps: int,
               offset: int, only: int | None = None) -> PipeLoad | None:  # fmt: skip
     """The ring entry of a wgmma operand: 16-byte copies along the dimension that is contiguous in
     memory (dimension `only` where given), into a swizzled tile at `offset`; None when no dimension
@@ -250,7 +221,7 @@ def _async_mma(pipe: LoopPipeline, layouts: LayoutPlan, body: Block, uses: dict)
     return dot.operands[2] is carried and len(uses.get(carried, [])) == 1
 
 
-def _copy_width(ld: Operation, shape: tuple[int, ...], eb: int, info: ChainMap, dim: int = 1) -> int | None:
+def _copy_width(ld: Operation, shape: tuple[int, ...], eb: int, info: Mapping[Value, AxisInfo], dim: int = 1) -> int | None:
     """Elements per cp.async along `dim` (4, 8 or 16 bytes), or None when no such copy is provable."""
     ptr = ld.operands[0]
     pi = info.get(ptr)
@@ -265,14 +236,3 @@ def _copy_width(ld: Operation, shape: tuple[int, ...], eb: int, info: ChainMap, 
         w //= 2
     return w if w * eb >= 4 else None
 
-
-def _meet(x: AxisInfo, y: AxisInfo) -> AxisInfo:
-    return AxisInfo(tuple(map(min, x.contiguity, y.contiguity)), tuple(map(gcd, x.divisibility, y.divisibility)),
-                    tuple(map(min, x.constancy, y.constancy)))  # fmt: skip
-
-
-def _clamp(v: Value, x: AxisInfo) -> AxisInfo:
-    s = shape_of(v.type) or (1,)
-    return AxisInfo(tuple(max(1, min(c, n)) for c, n in zip(x.contiguity, s, strict=True)),
-                    tuple(max(1, d) for d in x.divisibility),
-                    tuple(max(1, min(c, n)) for c, n in zip(x.constancy, s, strict=True)))  # fmt: skip
