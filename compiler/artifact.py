@@ -59,7 +59,8 @@ class CudaOptions:
     zero_fill_past_end: bool = False  # a pipelined loop's copies past its last iteration copy 0 bytes, unpredicated
     prefetch_regs: int = 0  # gpu-prefetch: registers a thread the tiles beyond the next may take (0: one ahead)
     mma_ring_late: bool = True  # mma.sync rings: num_stages - 1 slots refilled after the dots; off: num_stages, before
-    mma_ring_pad: int = 16  # bytes after each row of an mma.sync ring tile (f16/bf16: ldmatrix rows in distinct banks)
+    mma_ring_pad: int = 16  # bytes after each row of an mma.sync ring tile not swizzled (ldmatrix rows in distinct banks)
+    mma_ring_swizzle: bool = True  # mma.sync ring tiles that ldmatrix reads are XOR-swizzled; off: rows padded
 
     def changed(self) -> dict[str, Any]:
         """The fields that differ from the defaults (what the artifact key adds)."""

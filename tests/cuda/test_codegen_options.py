@@ -193,7 +193,7 @@ def test_the_mma_sync_ring_option_sets_its_slots_and_refill() -> None:
 
     for cuda, slots in ((CudaOptions(), 3), (CudaOptions(mma_ring_late=False), 4)):
         art = build(cuda)
-        assert slots * 9728 <= art.metadata["shared_bytes"] < (slots + 1) * 9728  # A 64 x 80 bytes, B 32 x 144
+        assert slots * 8192 <= art.metadata["shared_bytes"] < (slots + 1) * 8192  # swizzled A 64 x 64 bytes, B 32 x 128
         assert art.ptx.count("cp.async.commit_group") == 4  # three iterations ahead either way, then one a loop
         loop = art.ptx[art.ptx.index("cp.async.wait_group 2;") : art.ptx.index("cp.async.wait_group 0;")]
         order = re.findall(r"bar\.sync|mma\.sync|cp\.async\.cg", loop)
@@ -201,15 +201,22 @@ def test_the_mma_sync_ring_option_sets_its_slots_and_refill() -> None:
         assert order.count("bar.sync") == (2 if cuda.mma_ring_late else 1)
 
 
-def test_the_mma_sync_ring_pad_sets_its_row_stride() -> None:
-    """mma_ring_pad bytes after each row of an f16 ring tile (16 by default: A 64 + 16, B 128 + 16 bytes a row);
-    0 packs the rows (ldmatrix then meets bank conflicts: timed slower, bench/NOTES-cuda.md)."""
+def test_the_mma_sync_ring_swizzle_and_pad_set_its_tiles() -> None:
+    """By default ldmatrix reads swizzled ring tiles, rows unpadded (A 64 x 64 bytes, B 32 x 128), each read at
+    per-lane offsets computed before the loop, so the loop adds the slot's base alone. mma_ring_swizzle=False
+    pads the rows instead: mma_ring_pad bytes after each (16 by default: A 64 + 16, B 128 + 16 bytes a row);
+    0 packs them (ldmatrix then meets bank conflicts: timed slower, bench/NOTES-cuda.md)."""
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_bk": "i32"}
-    shared = {}
-    for pad in (16, 0):
+    shared, loops = {}, {}
+    for name, cuda in (("swizzled", CudaOptions()), ("pad16", CudaOptions(mma_ring_swizzle=False)),
+                       ("pad0", CudaOptions(mma_ring_swizzle=False, mma_ring_pad=0))):  # fmt: skip
         art = compile_kernel(PIPELINED, "mm", signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
                              hints={p: {"divisibility": 16} for p in sig},
-                             options=CompileOptions(target="cuda:sm_90a", num_warps=2, num_stages=4,
-                                                    cuda=CudaOptions(mma_ring_pad=pad)), emit="ptx")  # fmt: skip
-        shared[pad] = art.metadata["shared_bytes"]
-    assert 3 * (64 * 80 + 32 * 144) <= shared[16] and 3 * (64 * 64 + 32 * 128) <= shared[0] < 3 * (64 * 80 + 32 * 144)
+                             options=CompileOptions(target="cuda:sm_90a", num_warps=2, num_stages=4, cuda=cuda),
+                             emit="ptx")  # fmt: skip
+        shared[name] = art.metadata["shared_bytes"]
+        loops[name] = art.ptx[art.ptx.index("cp.async.wait_group 2;") : art.ptx.index("cp.async.wait_group 0;")]
+    assert 3 * (64 * 64 + 32 * 128) <= shared["swizzled"] < 3 * (64 * 80 + 32 * 144) <= shared["pad16"]
+    assert 3 * (64 * 64 + 32 * 128) <= shared["pad0"] < 3 * (64 * 80 + 32 * 144)
+    assert "xor.b32" not in loops["swizzled"] and loops["swizzled"].count("ldmatrix") == loops["pad16"].count("ldmatrix")
+    assert loops["swizzled"] != loops["pad16"]

@@ -22,6 +22,7 @@ from ...ir.types import ScalarType, elem_type
 from . import ops
 from .layouts import Layout, MmaSpec, log2
 from .plan import operand_stride
+from .swizzle import SwizzledTile, swizzled
 
 F16 = ScalarType("f16")
 TF32_KINDS = ("tf32", "tf32x3")
@@ -38,6 +39,61 @@ def stored_elem(v) -> ScalarType:
     return F16 if e.is_fp8 else e
 
 
+def lane_origin(spec: MmaSpec, operand: int, bt: bool, eb: int, lane, warp) -> tuple:
+    """(row, byte in the row) of the stored operand tile that this lane addresses in its warp's first
+    fragment read (mi, ni, ks = 0); `lane` and `warp` are ints or ops.Expr (the same formula either way).
+    A: lanes 0-7 / 8-15 / 16-23 / 24-31 address rows 0-7 / 8-15 / 0-7 / 8-15, bytes +0 / +0 / +16 / +16
+    (f16: columns +8; tf32: columns +4, the a2/a3 registers of m16n8k8). tf32 B (K x N words): row k =
+    lane % 4, column n = lane / 4. B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16 bytes,
+    lanes 16-31 rows + 8. B (K x N): rows k as A's rows, columns n (+8 for lanes 16-31)."""
+    l8, l3, l4 = lane & 7, (lane >> 3) & 1, lane >> 4
+    if operand == 0:
+        wrow = ((warp >> log2(spec.wn)) & (spec.wm - 1)) * (16 * spec.mrep)
+        return wrow + l8 + l3 * 8, l4 * 16
+    wcol = (warp & (spec.wn - 1)) * (8 * spec.nrep)
+    if spec.kind in TF32_KINDS:
+        return lane & 3, (wcol + (lane >> 2)) * 4
+    if bt:
+        return wcol + l8 + l4 * 8, l3 * 16
+    return l8 + l3 * 8, (wcol + l4 * 8) * eb
+
+
+class _Reads:
+    """The shared addresses (i32) of one dot operand's fragment reads: `reads(drow, dbyte)` is this lane's
+    address for the read `drow` rows and `dbyte` bytes past its warp's first (lane_origin). In rows of
+    `stride` bytes that is one per-lane base plus a constant. In a swizzled tile (a pipelined ring's,
+    swizzle.py) each read's offset is swizzled in full, unless it lies a constant away from one swizzled
+    before in every lane and warp (rows 8 apart, or whole swizzle blocks): then that one plus the constant.
+    The per-lane offsets depend on the lane and warp alone, so they are computed once, before any loop."""
+
+    def __init__(self, low, spec: MmaSpec, operand: int, bt: bool, eb: int, base, stride: int,
+                 tile: SwizzledTile | None) -> None:  # fmt: skip
+        self.b, self.base, self.stride = low.b, base, stride
+        origin = lane_origin(spec, operand, bt, eb, ops.Expr(low.pb, low.lane), ops.Expr(low.pb, low.warp))
+        self.tile = None if tile is None else tile.in_bytes()
+        if self.tile is None:
+            self.first = self.b.add(base, (origin[0] * stride + origin[1]).v)
+            return
+        self.origin = origin
+        self.lanes = [lane_origin(spec, operand, bt, eb, lane, warp) for warp in range(spec.wm * spec.wn) for lane in range(32)]
+        self.made: list[tuple[int, int, ir.Value]] = []
+
+    def __call__(self, drow: int, dbyte: int):
+        bld = self.b
+        if self.tile is None:
+            return bld.add(self.first, _c(drow * self.stride + dbyte))
+        t = self.tile
+        for r0, b0, addr in self.made:
+            deltas = {t.offset(r + drow, b + dbyte) - t.offset(r + r0, b + b0) for r, b in self.lanes}
+            if len(deltas) == 1:
+                d = deltas.pop()
+                return bld.add(addr, _c(d)) if d else addr
+        r, b = self.origin
+        addr = bld.add(self.base, swizzled(t, r + drow, b + dbyte).v)
+        self.made.append((drow, dbyte, addr))
+        return addr
+
+
 class MmaLowering:
     def op_dot(self, op: Operation) -> None:
         spec = self.plan.mma.get(op)
@@ -47,7 +103,7 @@ class MmaLowering:
         a, c = op.operands[0], op.operands[2]
         k = a.type.shape[1]
         lay = self.layout_of(op.result)
-        ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride) in a pipelined loop's ring
+        ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride, swizzled tile) in a loop's ring
         staged = [i for i in (0, 1) if ring[i] is None]
         # every register first: a conversion through shared memory must not run once staging began
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
@@ -57,13 +113,11 @@ class MmaLowering:
             1 in staged and spec.kind in ("f16", "bf16") and lays[1].contiguous_vec(0) > lays[1].contiguous_vec(1))
         if staged:
             ring = self._stage_operands(op, spec, staged, vals, lays, ring, bt)
-        (a_tile, a_stride), (b_tile, b_stride) = ring
-        a_base, b_base = self._fragment_bases(spec, a_tile, a_stride, b_tile, b_stride, bt)
-        bld = self.b
+        eb = stored_elem(a).bits // 8
+        a_at, b_at = (_Reads(self, spec, i, bt, eb, *ring[i]) for i in (0, 1))
         for ks in range(k // spec.k):
-            afr = [self._tf32(spec, self.ldmatrix(bld.add(a_base, _c(mi * 16 * a_stride + ks * 32)), 4, False))
-                   for mi in range(spec.mrep)]  # fmt: skip
-            bfr = self._b_fragments(spec, b_base, b_stride, ks, bt)
+            afr = [self._tf32(spec, self.ldmatrix(a_at(mi * 16, ks * 32), 4, False)) for mi in range(spec.mrep)]
+            bfr = self._b_fragments(spec, b_at, ks, bt)
             for mi in range(spec.mrep):
                 for ni in range(spec.nrep):
                     r = 4 * (ni + spec.nrep * mi)
@@ -92,22 +146,20 @@ class MmaLowering:
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         out = list(ring)
         for i in staged:
-            out[i] = (self.pb.add(smem, _c(self.shm.base + offs[i])), strides[i])
+            out[i] = (self.pb.add(smem, _c(self.shm.base + offs[i])), strides[i], None)
         return out
 
-    def _b_fragments(self, spec: MmaSpec, b_base, b_stride: int, ks: int, bt: bool) -> list[list]:
+    def _b_fragments(self, spec: MmaSpec, at: _Reads, ks: int, bt: bool) -> list[list]:
         """Per n8 tile, the parts (_tf32) of its B fragment. B^T (`bt`) is read in bytes as 8-bit B is: an
         instruction's K is 32 bytes of a row for both element sizes, so each 8x8 b16 matrix of N x K rows is
         a fragment register as it stands."""
-        bld = self.b
         if spec.kind in TF32_KINDS:  # no transposing ldmatrix for 32 bits: two words per lane and n8 tile
-            rows = [ks * 8 * b_stride, (ks * 8 + 4) * b_stride]
-            return [self._tf32(spec, [self.ld_shared(bld.add(b_base, _c(r + ni * 32))) for r in rows]) for ni in range(spec.nrep)]
+            rows = [ks * 8, ks * 8 + 4]
+            return [self._tf32(spec, [self.ld_shared(at(r, ni * 32)) for r in rows]) for ni in range(spec.nrep)]
         bfr: list[list] = []
         for nj in range(0, spec.nrep, 2):
             count = 4 if nj + 1 < spec.nrep else 2
-            off = nj * 8 * b_stride + ks * 32 if bt else ks * 16 * b_stride + nj * 16
-            regs = self.ldmatrix(bld.add(b_base, _c(off)), count, not bt)
+            regs = self.ldmatrix(at(nj * 8, ks * 32) if bt else at(ks * 16, nj * 16), count, not bt)
             bfr.extend([regs[i : i + 2]] for i in range(0, count, 2))
         return bfr
 
@@ -146,30 +198,6 @@ class MmaLowering:
             if w * eb >= 4:  # as 32-bit words: the backend keeps those one vector store
                 vec = bld.bitcast(vec, ir.VectorType(ops.I32, w * eb // 4) if w * eb > 4 else ops.I32)
             bld.store(vec, ptr, align=w * eb)
-
-    def _fragment_bases(self, spec: MmaSpec, a_tile, a_stride: int, b_tile, b_stride: int, bt: bool):
-        """Per-lane shared addresses (i32) of the first A and B fragment reads of this warp, from the
-        shared addresses of the operand tiles."""
-        pb, bld = self.pb, self.b
-        warp, lane = self.warp, self.lane
-        wcol = pb.mul(pb.and_(warp, _c(spec.wn - 1)), _c(8 * spec.nrep))
-        wrow = pb.mul(pb.and_(pb.lshr(warp, _c(log2(spec.wn))), _c(spec.wm - 1)), _c(16 * spec.mrep))
-        l8 = pb.and_(lane, _c(7))
-        l3 = pb.and_(pb.lshr(lane, _c(3)), _c(1))
-        l4 = pb.lshr(lane, _c(4))
-        # A: lanes 0-7 / 8-15 / 16-23 / 24-31 address rows 0-7 / 8-15 / 0-7 / 8-15, bytes +0 / +0 / +16 / +16
-        # (f16: columns +8; tf32: columns +4, the a2/a3 registers of m16n8k8)
-        a_row = pb.add(wrow, pb.add(l8, pb.shl(l3, _c(3))))
-        a_off = pb.add(pb.mul(a_row, _c(a_stride)), pb.shl(l4, _c(4)))
-        if spec.kind in TF32_KINDS:  # B (K x N) words: row k = lane % 4, column n = lane / 4
-            b_off = pb.add(pb.mul(pb.and_(lane, _c(3)), _c(b_stride)), pb.shl(pb.add(wcol, pb.lshr(lane, _c(2))), _c(2)))
-        elif bt:  # B^T (N x K): rows n, 16 bytes of k; lanes 8-15 take k + 16 bytes, lanes 16-31 rows + 8
-            b_row = pb.add(wcol, pb.add(l8, pb.shl(l4, _c(3))))
-            b_off = pb.add(pb.mul(b_row, _c(b_stride)), pb.shl(l3, _c(4)))
-        else:  # B (K x N): rows k as A's rows, columns n (+8 for lanes 16-31)
-            b_row = pb.add(l8, pb.shl(l3, _c(3)))
-            b_off = pb.add(pb.mul(b_row, _c(b_stride)), pb.shl(pb.add(wcol, pb.shl(l4, _c(3))), _c(1)))
-        return bld.add(a_tile, a_off), bld.add(b_tile, b_off)
 
     # ---- instructions --------------------------------------------------------------------------
 

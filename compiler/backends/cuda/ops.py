@@ -173,6 +173,42 @@ def const(t, value):
     return ir.Constant(lt, float(value))
 
 
+class Expr:
+    """An i32 value under Python's integer operators (+ * & ^ >> <<, an int operand as a constant; >>
+    logical), so that one formula written once gives a value in Python from ints and its IR from these
+    (swizzle.swizzled, mma.py's lane coordinates). Adding 0 or multiplying by 1 emits nothing."""
+
+    __slots__ = ("b", "v")
+
+    def __init__(self, b: ir.IRBuilder, v) -> None:
+        self.b, self.v = b, v
+
+    def _with(self, other, fn, unit: int | None = None) -> Expr:
+        if unit is not None and isinstance(other, int) and other == unit:
+            return self
+        return Expr(self.b, fn(self.v, other.v if isinstance(other, Expr) else ir.Constant(I32, other)))
+
+    def __add__(self, other) -> Expr:
+        return self._with(other, self.b.add, 0)
+
+    def __mul__(self, other) -> Expr:
+        return self._with(other, self.b.mul, 1)
+
+    def __and__(self, other) -> Expr:
+        return self._with(other, self.b.and_)
+
+    def __xor__(self, other) -> Expr:
+        return self._with(other, self.b.xor, 0)
+
+    def __rshift__(self, other) -> Expr:
+        return self._with(other, self.b.lshr, 0)
+
+    def __lshift__(self, other) -> Expr:
+        return self._with(other, self.b.shl, 0)
+
+    __radd__, __rmul__, __rand__, __rxor__ = __add__, __mul__, __and__, __xor__
+
+
 # ---- intrinsics --------------------------------------------------------------------------------
 
 

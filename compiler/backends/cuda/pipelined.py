@@ -9,7 +9,7 @@ i+A into the slot just read, as Triton does. The address state of iteration i+A 
 address tiles) is carried in extra phis; copies of iterations past the end are not issued.
 
 Rings that wgmma reads hold swizzled tiles (swizzle.py) and each thread fences its copies into the
-async proxy before the block syncs. A loop with one wgmma dot has that dot issue the copies, after its
+async proxy before the block syncs; mma.sync's ldmatrix reads swizzled tiles too, with no fence. A loop with one wgmma dot has that dot issue the copies, after its
 wgmma group so that the tensor cores start first: before waiting for the group, or, where the loop
 leaves the group in flight (pipe.pending), after waiting for the previous one and syncing the block
 (the slot it refills is the one that group read); the accumulator is waited for after the loop.
@@ -28,7 +28,7 @@ from ...ir.types import elem_type
 from . import ops
 from .layouts import WgmmaSpec
 from .plan import LoopPipeline, PipeLoad
-from .swizzle import align
+from .swizzle import align, swizzled
 
 
 def thread_coords(lay) -> list[tuple[int, ...]]:
@@ -59,7 +59,10 @@ class PipelineLowering:
 
     def ring_operand(self, op: Operation, index: int):
         got = self.ring_entry(op, index)
-        return None if got is None else (got[0], got[1].stride)
+        if got is None:
+            return None
+        base, pl = got
+        return base, pl.stride, pl.tile() if pl.swizzle else None
 
     def ring_entry(self, op: Operation, index: int) -> tuple[ir.Value, PipeLoad] | None:
         """The shared address (i32) of dot operand `index`'s tile in the slot of this iteration, and its
@@ -112,11 +115,7 @@ class PipelineLowering:
     def swizzled_offset(self, tile, r, c):
         """Byte offset (i32) of element (r, c) of a SwizzledTile, from i32 row and column values."""
         bld = self.b
-        b = bld.mul(c, _c(tile.ebytes)) if tile.ebytes > 1 else c
-        blk = bld.lshr(b, _c(tile.sw.bit_length() - 1))
-        plain = bld.add(bld.add(bld.mul(blk, _c(tile.block_bytes)), bld.mul(r, _c(tile.sw))), bld.and_(b, _c(tile.sw - 1)))
-        phase = bld.and_(bld.lshr(plain, _c(7)), _c(tile.sw // 16 - 1))
-        return bld.xor(plain, bld.shl(phase, _c(4)))
+        return swizzled(tile, ops.Expr(bld, r), ops.Expr(bld, c) * tile.ebytes).v
 
     def _regs(self, v, lay) -> list:
         got = self.get(v, lay)
@@ -283,7 +282,7 @@ class PipelineLowering:
             self._unflat([iv, *phis], body.args, [None, *lays])
             self.cp_wait(pipe.ahead - 1)
             self.tma_wait(pipe, slot, iv, lb, step)
-            if any(pl.swizzle for pl in pipe.loads):
+            if any(isinstance(self.plan.mma.get(pl.dot), WgmmaSpec) for pl in pipe.loads):
                 self.fence_async_shared()
             self.barrier()
             last = _c(pipe.stages - 1)

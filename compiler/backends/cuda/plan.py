@@ -15,8 +15,8 @@ decision is golden-testable as text), and the plans the lowering reads back from
                        "acc=f16" at the end for fp8 operands with an f16 accumulator)
   pipelined for        gpu.stages = S; each load it copies into its cp.async ring has gpu.ring_offset and
                        gpu.ring_stride (bytes in a stage) and gpu.copy_width (elements per cp.async);
-                       a ring that wgmma reads also has gpu.ring_swizzle (bytes) and gpu.ring_contig (the
-                       tile dimension stored contiguously); gpu.mma_pending = 1 on the loop when its
+                       a swizzled tile (every one wgmma reads, those mma.sync's ldmatrix reads) also has
+                       gpu.ring_swizzle (bytes) and gpu.ring_contig (the tile dimension stored contiguously); gpu.mma_pending = 1 on the loop when its
                        wgmma group stays in flight into the next iteration; gpu.ring_late on a loop whose
                        mma.sync ring is refilled at the end of an iteration (S slots, S iterations ahead)
 
@@ -254,7 +254,7 @@ class PipeLoad:
     width: int
     offset: int
     stride: int
-    swizzle: int = 0  # bytes: the tile is a SwizzledTile (wgmma reads it); 0: rows of `stride` bytes
+    swizzle: int = 0  # bytes: the tile is a SwizzledTile (wgmma, or mma.sync's ldmatrix, reads it); 0: rows of `stride` bytes
     contig: int = 1  # the tile dimension that is contiguous in memory and stored as the tile's rows
 
     def tile(self) -> SwizzledTile:
@@ -273,7 +273,7 @@ class LoopPipeline:
     slice_ops: tuple[Operation, ...]  # body ops computing addresses, masks and next address state
     stage_bytes: int
     pending: int = 0  # wgmma groups left in flight at the end of an iteration (0 or 1)
-    # a ring that only mma.sync reads (no swizzled tile), refilled at the end of an iteration, after a barrier, into
+    # a ring that only mma.sync reads (no wgmma dot), refilled at the end of an iteration, after a barrier, into
     # the slot the iteration read, as Triton's pipeliner does for them: num_stages - 1 slots with the copies as many
     # iterations ahead, where issuing first needs one slot more (CudaOptions.mma_ring_late)
     late: bool = False
@@ -377,7 +377,7 @@ def read_pipeline(fn: Function, layouts: LayoutPlan) -> PipelinePlan:
                                **error_location(op.loc))  # fmt: skip
         pending = int(op.attrs.get(MMA_PENDING, 0))
         late = bool(op.attrs.get(RING_LATE, False))
-        if late and any(pl.swizzle for pl in got.loads):
+        if late and any(isinstance(layouts.mma.get(pl.dot), WgmmaSpec) for pl in got.loads):
             raise CompileError(f"cuda: {RING_LATE} on a loop whose ring wgmma reads", **error_location(op.loc))
         if pending not in (0, 1) or got.stages < 2:
             raise CompileError(f"cuda: {MMA_PENDING} = {pending} does not fit a loop of {got.stages} stages",

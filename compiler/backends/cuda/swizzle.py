@@ -1,4 +1,6 @@
-"""Swizzled shared-memory tiles that wgmma reads through matrix descriptors (sm_90a).
+"""Swizzled shared-memory tiles: wgmma reads them through matrix descriptors (sm_90a), mma.sync with
+ldmatrix at per-lane swizzled addresses (the 8 rows of an ldmatrix phase then fall in 8 distinct
+16-byte bank groups with no row padding, so the cp.async copies into them write whole 128-byte lines).
 
 A dot operand tile is stored with its memory-contiguous dimension as the stored row ("cols"), cut into
 blocks of `sw` bytes (the swizzle width: 128, 64 or 32); each block holds every stored row, `sw` bytes
@@ -20,6 +22,15 @@ def swizzle_width(cols: int, ebytes: int) -> int:
     """The widest swizzle (bytes) that a stored row of `cols` elements fills; 0 when none does."""
     row = cols * ebytes
     return next((sw for sw in (128, 64, 32) if row % sw == 0), 0)
+
+
+def swizzled(tile: SwizzledTile, r, b):
+    """Byte offset of byte `b` of stored row `r` of `tile` as stored: its block, its row, its byte in the
+    row, with the 16-byte chunk XOR-permuted by bits 7.. of that offset. Written with integer operators
+    only, so it takes Python ints and the lowering's i32 values (mma.I32) alike."""
+    sw = tile.sw
+    plain = (b >> (sw.bit_length() - 1)) * tile.block_bytes + r * sw + (b & (sw - 1))
+    return plain ^ (((plain >> 7) & (sw // 16 - 1)) << 4)
 
 
 def align(n: int, to: int = ALIGN) -> int:
@@ -48,8 +59,11 @@ class SwizzledTile:
 
     def offset(self, r: int, c: int) -> int:
         """Byte offset of element (r, c) as stored (the chunk permuted within its row)."""
-        off = self.plain(r, c)
-        return off ^ (((off >> 7) & (self.sw // 16 - 1)) << 4)
+        return swizzled(self, r, c * self.ebytes)
+
+    def in_bytes(self) -> SwizzledTile:
+        """The same tile with bytes as its elements (the same offsets, columns counted in bytes)."""
+        return SwizzledTile(self.rows, self.cols * self.ebytes, 1, self.sw)
 
     def descriptor(self, mn_major: bool) -> int:
         """The constant bits of a wgmma matrix descriptor of this tile (the start address is added):

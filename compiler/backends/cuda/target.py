@@ -77,7 +77,8 @@ def gpu_tir(module: Module, meta: dict) -> Module:
     passes = [GpuPrefetchPass(num_warps=nw, extra_regs=opts.cuda.prefetch_regs), GpuDotAccPass(),
               GpuLayoutPass(num_warps=nw, sm=_sm(meta), wgmma=wgmma),
               GpuPipelinePass(num_stages=opts.num_stages, wgmma_pending=opts.cuda.wgmma_pending,
-                              mma_late=opts.cuda.mma_ring_late, mma_pad=opts.cuda.mma_ring_pad)]  # fmt: skip
+                              mma_late=opts.cuda.mma_ring_late, mma_pad=opts.cuda.mma_ring_pad,
+                              mma_swizzle=opts.cuda.mma_ring_swizzle)]  # fmt: skip
     module = PassManager(passes, verify=False).run(Module([fn]))
     verify_module(module)  # once: only gpu-dot-acc rewrites ops, the other two add attributes
     if wgmma and not arch_specific(opts.target):  # cuda:sm_90: sm_90a only where a dot took wgmma

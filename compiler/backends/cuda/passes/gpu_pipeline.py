@@ -65,8 +65,13 @@ class GpuPipelinePass:
     Operands of a warpgroup-MMA dot (wgmma) are copied into swizzled tiles (swizzle.py) along
     whichever tile dimension is contiguous in memory (gpu.ring_swizzle, gpu.ring_contig), each tile
     and stage on 1024 bytes; tf32 and fp8 operands only where that dimension is K (wgmma reads them
-    K-major only), others are loaded and staged K-major by the lowering. With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands
-    from the ring and carries its accumulator straight back into itself gets gpu.mma_pending = 1:
+    K-major only), others are loaded and staged K-major by the lowering. Operands of an mma.sync dot
+    that ldmatrix reads (all but tf32 B) are copied row by row into swizzled tiles too (rows of 32 bytes
+    or more; mma_swizzle), read at per-lane swizzled addresses; the others into tiles whose rows are
+    padded (gpu.ring_stride) so that an ldmatrix phase's rows fall in distinct banks.
+
+    With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands from the ring and carries
+    its accumulator straight back into itself gets gpu.mma_pending = 1:
     that dot's MMA group stays in flight into the next iteration (the lowering issues the loop's
     copies once the previous group is done, so they still run stages-1 iterations ahead).
     """
@@ -75,7 +80,8 @@ class GpuPipelinePass:
     num_stages: int = 3
     wgmma_pending: int = 1
     mma_late: bool = True  # mma.sync rings refilled at the end of an iteration (gpu.ring_late), num_stages - 1 slots
-    mma_pad: int = 16  # bytes after each row of an f16/bf16 mma.sync ring tile (plan.PAD)
+    mma_pad: int = 16  # bytes after each row of an f16/bf16 mma.sync ring tile not swizzled (plan.PAD)
+    mma_swizzle: bool = True  # mma.sync ring tiles that ldmatrix reads are swizzled (gpu.ring_swizzle), not padded
 
     def apply(self, module: Module) -> None:
         for fn in module.functions:
@@ -151,10 +157,17 @@ class GpuPipelinePass:
             width = _copy_width(ld, shape, eb, info)
             if width is None:
                 continue  # this operand is loaded and staged the plain way
-            stride = operand_stride(layouts.mma[dot].kind, i, shape, eb)
-            if layouts.mma[dot].kind in ("f16", "bf16"):
-                stride += self.mma_pad - PAD
+            kind = layouts.mma[dot].kind
             lay = blocked(shape, layouts.num_warps, width, (1, 0))
+            sw = swizzle_width(shape[1], eb) if self.mma_swizzle and not (kind in ("tf32", "tf32x3") and i == 1) else 0
+            if sw:  # read by ldmatrix: a swizzled tile, rows unpadded (tf32 B is read by 32-bit loads)
+                offset = align(offset)
+                pls.append(PipeLoad(ld, dot, i, lay, width, offset, sw, sw, 1))
+                offset += shape[0] * shape[1] * eb
+                continue
+            stride = operand_stride(kind, i, shape, eb)
+            if kind in ("f16", "bf16"):
+                stride += self.mma_pad - PAD
             pls.append(PipeLoad(ld, dot, i, lay, width, offset, stride))
             offset += shape[0] * stride
         if not pls:
@@ -163,7 +176,7 @@ class GpuPipelinePass:
             offset = align(offset)
         # mma.sync rings: num_stages - 1 slots, as Triton's (LoopPipeline.late), but two for num_stages 2, so
         # that its copies still overlap an iteration's dots; wgmma's: num_stages. Never fewer than two.
-        late = self.mma_late and not any(pl.swizzle for pl in pls)
+        late = self.mma_late and not any(isinstance(layouts.mma[pl.dot], WgmmaSpec) for pl in pls)
         stages = max(2, self.num_stages - 1) if late else self.num_stages
         while stages > 2 and stages * offset > MAX_RING:
             stages -= 1
