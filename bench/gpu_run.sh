@@ -162,6 +162,22 @@ if [ "$stage" = t03_variants ]; then
       | grep -v -i warn | tee "$OUT/speed.log" | tail -34
   fi
 fi
+if [ "$stage" = swizzle ]; then
+  # mma.sync's swizzled ring tiles: the GPU tests of every dot and pipeline path, then tutorial 03's two-warp
+  # configs (mma.sync on both sides) against the padded rows (mma_ring_swizzle=0), and tilec's mma.sync builds of
+  # four- and eight-warp configs (sm90a_for_dots=0: what sm_80 runs; Triton's are wgmma there, so that ratio is
+  # not like for like) beside its wgmma build (carry .wt/tutorials)
+  timeout "${SW_TESTS_S:-260}" python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
+    ${SW_LIST:-tests/cuda/test_pipeline.py tests/cuda/test_mma.py tests/cuda/test_gpu_dot_types.py tests/cuda/test_tma.py} \
+    ${SW_TESTS:-} 2>&1 | tee "$OUT/swizzle_tests.log" | tail -12
+  timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py --variants mma_ring_swizzle=0 \
+    --configs "${SW_W2:-64x32x32:w2:s5,32x64x32:w2:s5,64x64x32:w2:s4}" --sizes "${SW_SIZES:-1280,4096}" 2>&1 \
+    | grep -v -i warn | tee "$OUT/t03_w2.log"
+  [ "${SW_ONLY_W2:-}" = 1 ] || timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py \
+    --variants "sm90a_for_dots=0;sm90a_for_dots=0,mma_ring_swizzle=0" --target cuda:sm_90 \
+    --configs "${SW_W4:-128x128x32:w4:s4,64x128x32:w4:s4,128x256x64:w8:s3}" --sizes "${SW_W4_SIZES:-4096}" 2>&1 \
+    | grep -v -i warn | tee "$OUT/t03_mma_w4.log"
+fi
 if [ "$stage" = ncu_t03 ]; then
   # tutorial 03's kernel at one config and point under Nsight Compute, each side (bench/tutorial03_configs.py's
   # T03_ONCE; carry .wt/tutorials): where a per-iteration gap goes

@@ -4,6 +4,7 @@ replay, best of 5: kernels only, L2 warm), outputs checked against torch. Says w
 config's per-iteration time, before the tutorial's own benchmark does.
 
 Usage (GPU machine, repo root): python3 bench/t03_variants.py [TUTORIAL_03] [--variants uniform_advance_offset=0]
+[--configs 64x32x32:w2:s5,...] [--sizes 1280,4096] [--target cuda:sm_80]
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def main() -> None:
         "--configs", default="", help="BMxBNxBK:wW:sS,... in place of the default configs (e.g. 64x32x32:w2:s5)"
     )
     ap.add_argument("--sizes", default="", help="n,... in place of the default sizes")
+    ap.add_argument("--target", default="cuda:sm_90a", help="tilec's target (cuda:sm_80: mma.sync at any warps)")
     ns = ap.parse_args()
     configs = [(*map(int, c.split(":")[0].split("x")), int(c.split(":")[1][1:]), int(c.split(":")[2][1:]))
                for c in ns.configs.split(",") if c] or CONFIGS  # fmt: skip
@@ -95,7 +97,7 @@ def main() -> None:
                 specs = {nm: specialise(nm, v) for nm, v in zip(NAMES, args, strict=True)}
                 art = compile_kernel(src, "matmul_kernel", signature={nm: s.type for nm, s in specs.items()},
                                      constexprs=consts, hints={nm: dict(s.hints) for nm, s in specs.items() if s.hints},
-                                     options=CompileOptions(target="cuda:sm_90a", num_warps=w, num_stages=st, cuda=opts),
+                                     options=CompileOptions(target=ns.target, num_warps=w, num_stages=st, cuda=opts),
                                      emit="cubin")  # fmt: skip
                 c.zero_()
 
