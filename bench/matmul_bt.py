@@ -2,7 +2,7 @@
 in one run: correctness against torch at odd sizes (masked edges, K not a multiple of the block), then fp16
 4096^3 per config with triton.testing.do_bench (median, L2 flushed), and whether tilec's K loop is pipelined
 (the trans-load pass turns the transposed load into a load that the cp.async ring takes).
-Usage (device, repo root): PYTHONPATH=$PWD python3 bench/matmul_bt.py [--json OUT]
+Usage (device, repo root): PYTHONPATH=$PWD python3 bench/matmul_bt.py [--json OUT] [--configs 64x64x32:w2:s4,...]
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ def run(side, kern, cfg, a, b, c) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--configs", default="", help="BMxBNxBK:wW:sS,... in place of the default configs")
     args = ap.parse_args()
+    configs = [(*map(int, c.split(":")[0].split("x")), int(c.split(":")[1][1:]), int(c.split(":")[2][1:]))
+               for c in args.configs.split(",") if c] or CONFIGS  # fmt: skip
     sides = {"triton": triton_kernel(), "tilec": client.jit((ROOT / "tests/kernels/matmul_bt.py").read_text(),
                                                              "matmul_bt_kernel")}  # fmt: skip
     rows = []
@@ -48,7 +51,7 @@ def main() -> None:
         a = torch.randn(m, k, device="cuda", dtype=torch.float16)
         b = torch.randn(n, k, device="cuda", dtype=torch.float16)
         ref = a.float() @ b.float().T
-        for cfg in CONFIGS:
+        for cfg in configs:
             row = {"m": m, "n": n, "k": k, "cfg": cfg}
             for side, kern in sides.items():
                 c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)

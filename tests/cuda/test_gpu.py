@@ -262,16 +262,20 @@ def test_pipelined_matmul_tf32() -> None:
     assert _rel(got[2], a.astype(np.float64) @ b.astype(np.float64)) < 2e-3
 
 
+@pytest.mark.parametrize("b_t", [False, True])
 @pytest.mark.parametrize("stages", [2, 3, 4, 5])
 @pytest.mark.parametrize(("blocks", "num_warps"), [((64, 64, 32), 4), ((128, 128, 32), 8), ((64, 32, 32), 2)])
-def test_pipelined_tutorial_matmul(blocks: tuple, num_warps: int, stages: int) -> None:
+def test_pipelined_tutorial_matmul(blocks: tuple, num_warps: int, stages: int, b_t: bool) -> None:
     """Advanced pointer tiles, masks along K (zero-filled copies), rows wrapped with % M: strides
-    divisible by 16 so the copies are 16 bytes; ragged M, N and K."""
+    divisible by 16 so the copies are 16 bytes; ragged M, N and K. `b_t`: B stored N x K (its K stride 1, as
+    `w.T` of a linear layer's weight), which mma.sync's ring holds N x K and reads without .trans."""
     m, n, k = 200, 144, 176
     a, b = f32(m, k).astype(np.float16), f32(k, n).astype(np.float16)
     bm, bn, bk = blocks
     grid = (((m + bm - 1) // bm) * ((n + bn - 1) // bn),)
-    args = [a, b, np.full((m, n), np.nan, np.float16), m, n, k, k, 1, n, 1, n, 1]
+    b_strides = [1, k] if b_t else [n, 1]
+    args = [a, np.ascontiguousarray(b.T) if b_t else b, np.full((m, n), np.nan, np.float16), m, n, k, k, 1,
+            *b_strides, n, 1]  # fmt: skip
     consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 4, "ACTIVATION": ""}
     check(without_autotune(source("matmul")), "matmul_kernel", args, grid, consts, rtol=1e-2, atol=1e-2,
           num_warps=num_warps, num_stages=stages)  # fmt: skip

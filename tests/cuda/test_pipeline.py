@@ -67,6 +67,27 @@ def test_plan_golden_tutorial_matmul() -> None:
     )
 
 
+def test_plan_golden_b_transposed() -> None:
+    """C = A @ B.T with B stored N x K (a linear layer's weight): mma.sync's ring holds B's tile N x K (K
+    contiguous, swizzled), read by ldmatrix without .trans, instead of staging B through registers."""
+    from tests.kernels import KERNELS
+
+    k = KERNELS["matmul_bt"]
+    got = plan_text(source("matmul_bt"), k["name"], k["signature"], {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+                    {p: {"divisibility": 16} for p in k["signature"]}, num_warps=2)  # fmt: skip
+    assert got == (
+        "for: 2 stages of 8192 bytes, address args [], 20 slice ops\n"
+        "  A 64x32: 8 x f16 per copy, offset 0, stride 64, swizzle 64 contiguous dim 1\n"
+        "  B 32x64: 8 x f16 per copy, offset 4096, stride 64, swizzle 64 contiguous dim 0"
+    )
+    art = compile_kernel(source("matmul_bt"), k["name"], signature=k["signature"],
+                         constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+                         hints={p: {"divisibility": 16} for p in k["signature"]},
+                         options=CompileOptions(target="cuda:sm_80", num_warps=4), emit="ptx")  # fmt: skip
+    assert art.metadata["pipelined_loops"] == 1 and ".trans" not in art.ptx
+    assert len(re.findall(r"cp\.async\.cg", art.ptx)) == 12  # A and B: 2 + 2 a thread and iteration, 2 ahead + 1
+
+
 def test_plan_unaligned_strides_fall_back() -> None:
     """No 4-byte copies provable (strides of unknown alignment): the loop stays on the plain path."""
     consts = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": ""}

@@ -103,18 +103,20 @@ class MmaLowering:
         a, c = op.operands[0], op.operands[2]
         k = a.type.shape[1]
         lay = self.layout_of(op.result)
-        ring = [self.ring_operand(op, i) for i in (0, 1)]  # (tile base, stride, swizzled tile) in a loop's ring
+        # (tile base, stride, swizzled tile, contiguous dim) in a pipelined loop's ring
+        ring = [self.ring_operand(op, i) for i in (0, 1)]
         staged = [i for i in (0, 1) if ring[i] is None]
         # every register first: a conversion through shared memory must not run once staging began
         lays = {i: self.layout_of(op.operands[i]) for i in staged}
         vals = {i: self.get(op.operands[i], lays[i]) for i in staged}
         acc = list(self.get(c, lay))
         bt = spec.kind in ("s8", "u8") or (  # B in shared memory as N x K (B^T, row-major), read without .trans
-            1 in staged and spec.kind in ("f16", "bf16") and lays[1].contiguous_vec(0) > lays[1].contiguous_vec(1))
+            spec.kind in ("f16", "bf16") and (ring[1][3] == 0 if ring[1] is not None else
+                                              lays[1].contiguous_vec(0) > lays[1].contiguous_vec(1)))  # fmt: skip
         if staged:
             ring = self._stage_operands(op, spec, staged, vals, lays, ring, bt)
         eb = stored_elem(a).bits // 8
-        a_at, b_at = (_Reads(self, spec, i, bt, eb, *ring[i]) for i in (0, 1))
+        a_at, b_at = (_Reads(self, spec, i, bt, eb, *ring[i][:3]) for i in (0, 1))
         for ks in range(k // spec.k):
             afr = [self._tf32(spec, self.ldmatrix(a_at(mi * 16, ks * 32), 4, False)) for mi in range(spec.mrep)]
             bfr = self._b_fragments(spec, b_at, ks, bt)
@@ -146,7 +148,7 @@ class MmaLowering:
         smem = self.pb.ptrtoint(self.smem, ops.I32)
         out = list(ring)
         for i in staged:
-            out[i] = (self.pb.add(smem, _c(self.shm.base + offs[i])), strides[i], None)
+            out[i] = (self.pb.add(smem, _c(self.shm.base + offs[i])), strides[i], None, 1 - (bt and i == 1))
         return out
 
     def _b_fragments(self, spec: MmaSpec, at: _Reads, ks: int, bt: bool) -> list[list]:

@@ -62,7 +62,7 @@ class PipelineLowering:
         if got is None:
             return None
         base, pl = got
-        return base, pl.stride, pl.tile() if pl.swizzle else None
+        return base, pl.stride, pl.tile() if pl.swizzle else None, pl.contig
 
     def ring_entry(self, op: Operation, index: int) -> tuple[ir.Value, PipeLoad] | None:
         """The shared address (i32) of dot operand `index`'s tile in the slot of this iteration, and its

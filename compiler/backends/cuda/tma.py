@@ -3,7 +3,7 @@ ring load whose pointers are a box (the frontend's `desc_box`: a host descriptor
 hostdesc.py, or a block pointer's, blockptr.py) is copied by the tensor memory accelerator instead of
 cp.async, completion tracked by one mbarrier per stage.
 
-Which loads: on sm >= 90, a 2-D load planned into a swizzled ring (a wgmma operand, gpu.ring_swizzle) that
+Which loads: on sm >= 90, a 2-D load planned into a swizzled ring of a wgmma operand (gpu.ring_swizzle) that
 is stored along the tensor's innermost dimension (gpu.ring_contig = 1) with at most 256 rows, whose tensor
 the specialisation proves TMA can take: base 16-byte aligned and the leading stride divisible by 16
 elements (the `divisibility` hints the launcher derives from the arguments, so a launch whose arguments
@@ -47,6 +47,7 @@ import llvmlite.ir as ir
 from ...ir.core import Function, Operation, Value
 from ...ir.types import TileType, elem_type, shape_of
 from . import ops
+from .plan import MMA
 
 MAX_BOX = 256  # TMA box dimension limit
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "i8": "i8", "u8": "u8"}
@@ -154,6 +155,7 @@ def plan_tma(fn: Function, pipes, sm: int) -> dict[Operation, TmaBox]:
             if (
                 len(shape) != 2
                 or not pl.swizzle
+                or not str(pl.dot.attrs.get(MMA, "")).startswith("wgmma ")  # mma.sync's rings: cp.async
                 or pl.contig != 1
                 or shape[0] > MAX_BOX
                 or et.name not in DTYPES

@@ -67,8 +67,9 @@ class GpuPipelinePass:
     and stage on 1024 bytes; tf32 and fp8 operands only where that dimension is K (wgmma reads them
     K-major only), others are loaded and staged K-major by the lowering. Operands of an mma.sync dot
     that ldmatrix reads (all but tf32 B) are copied row by row into swizzled tiles too (rows of 32 bytes
-    or more; mma_swizzle), read at per-lane swizzled addresses; the others into tiles whose rows are
-    padded (gpu.ring_stride) so that an ldmatrix phase's rows fall in distinct banks.
+    or more; mma_swizzle), read at per-lane swizzled addresses, a 16-bit B along whichever dimension is
+    contiguous in memory (stored N x K when K is: ldmatrix then reads it without .trans); the others into
+    tiles whose rows are padded (gpu.ring_stride) so that an ldmatrix phase's rows fall in distinct banks.
 
     With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands from the ring and carries
     its accumulator straight back into itself gets gpu.mma_pending = 1:
@@ -154,10 +155,17 @@ class GpuPipelinePass:
                     pls.append(got)
                     offset = align(offset + got.tile().nbytes)
                 continue  # else this operand is loaded and staged the plain way
+            kind = layouts.mma[dot].kind
+            if self.mma_swizzle and i == 1 and kind in ("f16", "bf16"):
+                # B along whichever dimension is contiguous: K x N, or N x K (B^T, read without .trans)
+                got = _swizzled(ld, dot, i, shape, eb, info, layouts.num_warps, align(offset))
+                if got is not None:
+                    pls.append(got)
+                    offset = got.offset + got.tile().nbytes
+                    continue
             width = _copy_width(ld, shape, eb, info)
             if width is None:
                 continue  # this operand is loaded and staged the plain way
-            kind = layouts.mma[dot].kind
             lay = blocked(shape, layouts.num_warps, width, (1, 0))
             sw = swizzle_width(shape[1], eb) if self.mma_swizzle and not (kind in ("tf32", "tf32x3") and i == 1) else 0
             if sw:  # read by ldmatrix: a swizzled tile, rows unpadded (tf32 B is read by 32-bit loads)
