@@ -177,6 +177,10 @@ if [ "$stage" = swizzle ]; then
     --variants "sm90a_for_dots=0;sm90a_for_dots=0,mma_ring_swizzle=0" --target cuda:sm_90 \
     --configs "${SW_W4:-128x128x32:w4:s4,64x128x32:w4:s4,128x256x64:w8:s3}" --sizes "${SW_W4_SIZES:-4096}" 2>&1 \
     | grep -v -i warn | tee "$OUT/t03_mma_w4.log"
+  if [ -n "${SW_T03_POINTS:-}" ]; then  # tutorial 03's configs alone, each side (fp8 w2: the byte ring on mma.sync)
+    timeout 240 python3 bench/tutorial03_configs.py .wt/tutorials --points "$SW_T03_POINTS" 2>&1 | grep -v -i warn \
+      | tee "$OUT/tutorial03_configs.log" | tail -45
+  fi
   if [ -n "${SW_BT:-}" ]; then  # C = A @ B.T at two-warp configs: B's N x K ring on mma.sync, both sides
     timeout 200 python3 bench/matmul_bt.py --configs "$SW_BT" 2>&1 | grep -v -i warn | tee "$OUT/matmul_bt.log" | tail -12
   fi

@@ -1,12 +1,15 @@
 """`dot` on the tensor cores (mma.sync, sm_80+) for the cuda lowering: f16/bf16 -> f32 (m16n8k16),
 f32 with input_precision tf32 -> f32 (m16n8k8, operands rounded with cvt.rna.tf32), f32 with tf32x3 ->
 f32 (each operand split into a tf32 big part and the tf32 rounding of the rest, three m16n8k8 products
-small*big + big*small + big*big, as Triton defines it) and s8/u8 -> s32 (m16n8k32). fp8 (e4m3, e5m2, either for A and B) has no mma.sync: its operands are staged as f16, which
-holds every fp8 value exactly, and the dot runs as an f16 one (the plan says f16).
+small*big + big*small + big*big, as Triton defines it) and s8/u8 -> s32 (m16n8k32). fp8 (e4m3, e5m2, either for
+A and B) runs as an f16 dot (the plan says f16; f16 holds every fp8 value exactly): operands staged from registers
+are stored as f16; operands that a pipelined loop's ring holds stay bytes there (A M x K, B N x K) and are
+converted after ldmatrix (_fp8_from_ring).
 
-Both operands sit row-major in shared memory (staged from registers here, or copied by cp.async into
-a pipelined loop's ring, pipelined.py), each row padded (gpu_pipeline.operand_stride) so the
-rows a fragment read touches fall in distinct banks, and are read into the instruction's fragments
+Both operands sit row-major in shared memory (staged from registers here, each row padded
+(gpu_pipeline.operand_stride) so the rows a fragment read touches fall in distinct banks; or copied by
+cp.async into a pipelined loop's ring, pipelined.py, swizzled instead where ldmatrix reads them: _Reads), and
+are read into the instruction's fragments
 with ldmatrix (16-bit B with ldmatrix.trans; 8-bit B is staged transposed, N x K, because ldmatrix
 only transposes 16-bit elements, and so is 16-bit B whose registers run along K, as a B loaded K-contiguous
 does, so that its stores stay vectors; tf32 B with 32-bit loads). The accumulator never leaves the mma layout (gpu_layout.mma_layout):
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ...ir.core import Operation
+from ...errors import CompileError
+from ...ir.core import Operation, error_location
 from ...ir.types import ScalarType, elem_type
 from . import ops
 from .layouts import Layout, MmaSpec, log2
@@ -115,6 +119,14 @@ class MmaLowering:
                                               lays[1].contiguous_vec(0) > lays[1].contiguous_vec(1)))  # fmt: skip
         if staged:
             ring = self._stage_operands(op, spec, staged, vals, lays, ring, bt)
+        fp8 = [elem_type(v.type) for v in op.operands[:2] if elem_type(v.type).is_fp8]
+        if fp8 and not staged:
+            self._fp8_from_ring(op, spec, ring, acc, k)
+            self.define(op.result, lay, acc)
+            return
+        if fp8 and len(staged) == 1:
+            raise CompileError("cuda: an fp8 dot on mma.sync reads both operands from its ring or neither",
+                               **error_location(op.loc))  # fmt: skip
         eb = stored_elem(a).bits // 8
         a_at, b_at = (_Reads(self, spec, i, bt, eb, *ring[i][:3]) for i in (0, 1))
         for ks in range(k // spec.k):
@@ -129,6 +141,32 @@ class MmaLowering:
 
     def ring_operand(self, op: Operation, index: int):
         return None  # pipelined.py answers for operands copied into a ring
+
+    def _fp8_from_ring(self, op: Operation, spec: MmaSpec, ring: list, acc: list, k: int) -> None:
+        """An fp8 dot whose operands sit in the ring as bytes, A M x K and B N x K (gpu-pipeline): each 32-byte
+        K block is read as 8-bit operands are (m16n8k32's fragments: a register holds 4 consecutive K of one
+        row), each register converted into two f16 pairs, and run as two m16n8k16 f16 instructions. Within a
+        block, f16 fragment slots 2c, 2c+1, 2c+8, 2c+9 then hold K 4c .. 4c+3 in A and in B alike: the same
+        products, summed in another order inside the instruction."""
+        if ring[0][3] != 1 or ring[1][3] != 0:
+            raise CompileError("cuda: an fp8 dot on mma.sync needs A's ring tile M x K and B's N x K",
+                               **error_location(op.loc))  # fmt: skip
+        names = [elem_type(v.type).name for v in op.operands[:2]]
+        a_at, b_at = (_Reads(self, spec, i, i == 1, 1, *ring[i][:3]) for i in (0, 1))
+        bld = self.b
+        for kb in range(k // 32):
+            # per mi: rows g, g + 8 of bytes 0-15, then of bytes 16-31; per ni: bytes 0-15, 16-31 (each an f16 pair
+            # of its bytes 0, 1 and one of its bytes 2, 3)
+            afr = [[ops.fp8x4_to_f16x2(bld, r, names[0]) for r in self.ldmatrix(a_at(mi * 16, kb * 32), 4, False)]
+                   for mi in range(spec.mrep)]  # fmt: skip
+            bfr = [[ops.fp8x4_to_f16x2(bld, r, names[1]) for r in parts[0]] for parts in self._b_fragments(spec, b_at, kb, True)]
+            for h in (0, 1):  # bytes 16h .. 16h + 15 of the block
+                for mi in range(spec.mrep):
+                    g0, g8 = afr[mi][2 * h], afr[mi][2 * h + 1]
+                    a_regs = [g0[0], g8[0], g0[1], g8[1]]
+                    for ni in range(spec.nrep):
+                        r = 4 * (ni + spec.nrep * mi)
+                        acc[r : r + 4] = self.mma(spec, a_regs, list(bfr[ni][h]), acc[r : r + 4])
 
     def _stage_operands(self, op: Operation, spec: MmaSpec, staged: list, vals: dict, lays: dict, ring: list, bt: bool):
         """Store the register operands row-major into scratch (B transposed where `bt`); their (base, stride)."""

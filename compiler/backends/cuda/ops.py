@@ -118,6 +118,24 @@ def fp8_value(b: ir.IRBuilder, bits, name: str):
     return v
 
 
+def fp8x4_to_f16x2(b: ir.IRBuilder, word, name: str) -> tuple:
+    """An i32 of four fp8 codes (bytes 0..3) -> two i32 of f16 pairs: (bytes 0, 1) and (bytes 2, 3), the lower
+    byte in the lower half (exact: f16 holds every fp8 value). e5m2 is f16's upper byte; e4m3 converts in
+    hardware where the module has it (cvt.rn.f16x2.e4m3x2), else by the integer decoding."""
+    if name == "f8e5":
+        lo = b.or_(b.shl(b.and_(word, ir.Constant(I32, 0xFF)), ir.Constant(I32, 8)),
+                   b.shl(b.and_(word, ir.Constant(I32, 0xFF00)), ir.Constant(I32, 16)))  # fmt: skip
+        hi = b.or_(b.and_(b.lshr(word, ir.Constant(I32, 8)), ir.Constant(I32, 0xFF00)),
+                   b.and_(word, ir.Constant(I32, 0xFF000000)))  # fmt: skip
+        return lo, hi
+    if getattr(b.module, "tilec_fp8_cvt", False):
+        asm = ir.InlineAsm(ir.FunctionType(I32, [I16]), f"cvt.rn.f16x2.{_PTX_FP8[name]}x2 $0, $1;", "=r,h")
+        return tuple(b.call(asm, [b.trunc(b.lshr(word, ir.Constant(I32, 16)) if h else word, I16)]) for h in (0, 1))
+    halves = b.fptrunc(fp8.bits_to_f32(b, b.bitcast(word, ir.VectorType(I8, 4)), name), ir.VectorType(F16, 4))
+    return tuple(b.bitcast(b.shuffle_vector(halves, halves, ir.Constant(ir.VectorType(I32, 2), [2 * h, 2 * h + 1])), I32)
+                 for h in (0, 1))  # fmt: skip
+
+
 def fp8_bits(b: ir.IRBuilder, x, name: str):
     """f32 values -> i8 fp8 codes: nearest even, saturating, NaN to 0x7f."""
     known = _fp8_codes(b).get((x, name))

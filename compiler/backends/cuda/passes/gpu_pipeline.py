@@ -38,14 +38,23 @@ MAX_RING = 160 * 1024  # shared bytes the ring may take; the rest stays for conv
 PIPELINED_KINDS = ("f16", "bf16", "tf32", "tf32x3")  # mma.sync kinds; every wgmma kind is pipelined
 
 
-def _ringable(spec, operand: Value) -> bool:
-    """Whether a dot planned as `spec` may read `operand` from a ring: every wgmma kind; mma.sync kinds
-    whose operand is stored as it is loaded (an fp8 operand of an f16 mma.sync is converted on staging)."""
+def _ringable(spec, dot: Operation, i: int, swizzle: bool) -> bool:
+    """Whether a dot planned as `spec` may read operand `i` from a ring: every wgmma kind; mma.sync kinds
+    whose operand is stored as it is loaded; fp8 operands of an f16 mma.sync where both are fp8 and the tile's
+    K is a multiple of 32 (swizzled rings only): their bytes stay fp8 in the ring and are converted after
+    ldmatrix (mma.py), else they are converted on staging."""
     if spec is None:
         return False
     if isinstance(spec, WgmmaSpec):
         return True
-    return spec.kind in PIPELINED_KINDS and not elem_type(operand.type).is_fp8
+    if not any(elem_type(v.type).is_fp8 for v in dot.operands[:2]):
+        return spec.kind in PIPELINED_KINDS
+    return swizzle and _fp8_pair(dot)
+
+
+def _fp8_pair(dot: Operation) -> bool:
+    """A dot whose operands are both fp8, with a K tile of whole 32-byte ldmatrix rows."""
+    return all(elem_type(v.type).is_fp8 for v in dot.operands[:2]) and shape_of(dot.operands[0].type)[1] % 32 == 0
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ class GpuPipelinePass:
         body = op.regions[0].block
         uses = uses_in(body)
         cands = [(inner, i) for inner in body.ops if inner.name == "dot" for i in (0, 1)
-                 if _ringable(layouts.mma.get(inner), inner.operands[i])]  # fmt: skip
+                 if _ringable(layouts.mma.get(inner), inner, i, self.mma_swizzle)]  # fmt: skip
         loads = [(v.owner, d, i) for d, i in cands if self._feeds_only(v := d.operands[i], d, body, uses)]
         loads = [x for x in loads if self._plain_load(x[0])]
         if not loads:
@@ -156,6 +165,14 @@ class GpuPipelinePass:
                     offset = align(offset + got.tile().nbytes)
                 continue  # else this operand is loaded and staged the plain way
             kind = layouts.mma[dot].kind
+            if elem_type(ld.result.type).is_fp8:  # bytes along K: A M x K, B N x K (both or neither)
+                got = _swizzled(ld, dot, i, shape, eb, info, layouts.num_warps, align(offset), 1 - i)
+                if got is None:
+                    rest = [x for x in loads if x[1] is not dot]
+                    return self._layout_ring(op, layouts, rest, info) if rest else None
+                pls.append(got)
+                offset = got.offset + got.tile().nbytes
+                continue
             if self.mma_swizzle and i == 1 and kind in ("f16", "bf16"):
                 # B along whichever dimension is contiguous: K x N, or N x K (B^T, read without .trans)
                 got = _swizzled(ld, dot, i, shape, eb, info, layouts.num_warps, align(offset))
@@ -178,6 +195,10 @@ class GpuPipelinePass:
                 stride += self.mma_pad - PAD
             pls.append(PipeLoad(ld, dot, i, lay, width, offset, stride))
             offset += shape[0] * stride
+        pairs = {pl.dot for pl in pls if elem_type(pl.load.result.type).is_fp8}
+        if any(sum(pl.dot is d for pl in pls) != 2 for d in pairs):  # an fp8 operand whose partner is not in the ring
+            rest = [x for x in loads if x[1] not in pairs or sum(pl.dot is x[1] for pl in pls) == 2]
+            return self._layout_ring(op, layouts, rest, info) if rest else None
         if not pls:
             return None
         if any(pl.swizzle for pl in pls):
