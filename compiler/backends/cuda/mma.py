@@ -119,7 +119,7 @@ class MmaLowering:
                                               lays[1].contiguous_vec(0) > lays[1].contiguous_vec(1)))  # fmt: skip
         if staged:
             ring = self._stage_operands(op, spec, staged, vals, lays, ring, bt)
-        fp8 = [elem_type(v.type) for v in op.operands[:2] if elem_type(v.type).is_fp8]
+        fp8 = any(elem_type(v.type).is_fp8 for v in op.operands[:2])
         if fp8 and not staged:
             self._fp8_from_ring(op, spec, ring, acc, k)
             self.define(op.result, lay, acc)

@@ -195,8 +195,8 @@ class GpuPipelinePass:
                 stride += self.mma_pad - PAD
             pls.append(PipeLoad(ld, dot, i, lay, width, offset, stride))
             offset += shape[0] * stride
-        pairs = {pl.dot for pl in pls if elem_type(pl.load.result.type).is_fp8}
-        if any(sum(pl.dot is d for pl in pls) != 2 for d in pairs):  # an fp8 operand whose partner is not in the ring
+        pairs = {pl.dot for pl in pls if elem_type(pl.load.result.type).is_fp8 and not isinstance(layouts.mma[pl.dot], WgmmaSpec)}
+        if any(sum(pl.dot is d for pl in pls) != 2 for d in pairs):  # mma.sync: an fp8 operand without its partner
             rest = [x for x in loads if x[1] not in pairs or sum(pl.dot is x[1] for pl in pls) == 2]
             return self._layout_ring(op, layouts, rest, info) if rest else None
         if not pls:
