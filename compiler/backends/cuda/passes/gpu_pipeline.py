@@ -77,7 +77,8 @@ class GpuPipelinePass:
     K-major only), others are loaded and staged K-major by the lowering. Operands of an mma.sync dot
     that ldmatrix reads (all but tf32 B) are copied row by row into swizzled tiles too (rows of 32 bytes
     or more; mma_swizzle), read at per-lane swizzled addresses, a 16-bit B along whichever dimension is
-    contiguous in memory (stored N x K when K is: ldmatrix then reads it without .trans); the others into
+    contiguous in memory (stored N x K when K is: ldmatrix then reads it without .trans), fp8 operands as
+    bytes along K and only in pairs (_ringable; the lowering converts them after the read); the others into
     tiles whose rows are padded (gpu.ring_stride) so that an ldmatrix phase's rows fall in distinct banks.
 
     With `wgmma_pending` 1, a loop whose one wgmma dot reads both operands from the ring and carries
