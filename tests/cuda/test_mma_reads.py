@@ -87,27 +87,34 @@ def test_a_fragments(kind: str, shape: tuple, swizzle: bool) -> None:
                     assert [where[a] for a in regs[j][t]] == [(row, byte), (row, byte + 2)], (ks, mi, t, j)
 
 
+def _b_reads(shape: tuple, swizzle: bool, bt: bool):
+    """f16 B's ldmatrix reads (B^T, N x K, without .trans where `bt`; K x N with .trans otherwise), per n-tile
+    pair nj and 16-k step ks: (ks, nj, register j, warp, lane, (row, byte) of each half it received)."""
+    m, n, k, wm, wn = shape
+    spec = _spec("f16", m, n, wm, wn)
+    block, reads, where = _run(spec, 1, bt, n if bt else k, (k if bt else n) * 2, swizzle)
+    for ks in range(k // 16):
+        for nj in range(0, spec.nrep, 2):
+            addr = block.b.v(reads(nj * 8, ks * 32) if bt else reads(ks * 16, nj * 16))
+            assert not swizzle or _banks_distinct(addr)
+            count = 4 if nj + 1 < spec.nrep else 2
+            regs = _ldmatrix(addr, count, not bt)
+            for t in range(len(addr)):
+                w, lane = divmod(t, 32)
+                for j in range(count):
+                    yield spec, ks, nj, j, w, lane, [where[a] for a in regs[j][t]]
+
+
 @pytest.mark.parametrize("swizzle", [False, True])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_b_fragments_k_by_n(shape: tuple, swizzle: bool) -> None:
     """f16 B (K x N, row-major) through ldmatrix.trans: registers 2h, 2h+1 of lane (4g + c) hold column g of
     n-tile nj + h, rows 2c, 2c+1 and 2c+8, 2c+9 of the instruction's K (b0, b1 / b2, b3)."""
-    m, n, k, wm, wn = shape
-    spec = _spec("f16", m, n, wm, wn)
-    block, reads, where = _run(spec, 1, False, k, n * 2, swizzle)
-    for ks in range(k // 16):
-        for nj in range(0, spec.nrep, 2):
-            addr = block.b.v(reads(ks * 16, nj * 16))
-            assert not swizzle or _banks_distinct(addr)
-            count = 4 if nj + 1 < spec.nrep else 2
-            regs = _ldmatrix(addr, count, True)
-            for t in range(len(addr)):
-                w, lane = divmod(t, 32)
-                for j in range(count):
-                    ni = nj + j // 2
-                    byte = 2 * ((w % spec.wn) * 8 * spec.nrep + ni * 8 + lane // 4)
-                    k0 = ks * 16 + 8 * (j & 1) + 2 * (lane % 4)
-                    assert [where[a] for a in regs[j][t]] == [(k0, byte), (k0 + 1, byte)], (ks, nj, t, j)
+    for spec, ks, nj, j, w, lane, got in _b_reads(shape, swizzle, bt=False):
+        ni = nj + j // 2
+        byte = 2 * ((w % spec.wn) * 8 * spec.nrep + ni * 8 + lane // 4)
+        k0 = ks * 16 + 8 * (j & 1) + 2 * (lane % 4)
+        assert got == [(k0, byte), (k0 + 1, byte)], (ks, nj, w, lane, j)
 
 
 @pytest.mark.parametrize("swizzle", [False, True])
@@ -115,21 +122,10 @@ def test_b_fragments_k_by_n(shape: tuple, swizzle: bool) -> None:
 def test_b_fragments_n_by_k(shape: tuple, swizzle: bool) -> None:
     """f16 B staged as N x K (B^T) through ldmatrix without .trans: register j of lane (4g + c) holds row
     (n) g of n-tile nj + (j >> 1), bytes 16 (j & 1) + 4c of the instruction's K."""
-    m, n, k, wm, wn = shape
-    spec = _spec("f16", m, n, wm, wn)
-    block, reads, where = _run(spec, 1, True, n, k * 2, swizzle)
-    for ks in range(k // 16):
-        for nj in range(0, spec.nrep, 2):
-            addr = block.b.v(reads(nj * 8, ks * 32))
-            assert not swizzle or _banks_distinct(addr)
-            count = 4 if nj + 1 < spec.nrep else 2
-            regs = _ldmatrix(addr, count, False)
-            for t in range(len(addr)):
-                w, lane = divmod(t, 32)
-                for j in range(count):
-                    row = (w % spec.wn) * 8 * spec.nrep + (nj + j // 2) * 8 + lane // 4
-                    byte = ks * 32 + 16 * (j & 1) + 4 * (lane % 4)
-                    assert [where[a] for a in regs[j][t]] == [(row, byte), (row, byte + 2)], (ks, nj, t, j)
+    for spec, ks, nj, j, w, lane, got in _b_reads(shape, swizzle, bt=True):
+        row = (w % spec.wn) * 8 * spec.nrep + (nj + j // 2) * 8 + lane // 4
+        byte = ks * 32 + 16 * (j & 1) + 4 * (lane % 4)
+        assert got == [(row, byte), (row, byte + 2)], (ks, nj, w, lane, j)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -248,15 +248,16 @@ def test_cp_async_chunks_a_swizzle_period_apart_share_one_full_offset() -> None:
     constant for the rest, where the constant holds in every thread (rows 8 apart at a 128-byte swizzle):
     checked here against the full formula for every thread, and refused where it would not hold."""
     from tilec.compiler.backends.cuda.layouts import blocked
-    from tilec.compiler.backends.cuda.pipelined import _constant_delta, thread_coords
+    from tilec.compiler.backends.cuda.pipelined import thread_coords
+    from tilec.compiler.backends.cuda.swizzle import constant_delta
 
     tile = SwizzledTile(128, 64, 2, 128)
     lay = blocked((128, 64), 4, vec=8, order=(1, 0))  # 16-byte chunks: 8 lanes a row, 16 rows a pass
     threads = thread_coords(lay)
     assert len(threads) == 128 and len({t[0] for t in threads}) == 16
     for row in range(16, 128, 16):
-        delta = _constant_delta(tile, threads, 1, (0, 0), (row, 0))
+        delta = constant_delta(tile, threads, 1, (0, 0), (row, 0))
         assert delta == row * 128
         assert all(tile.offset(r + row, c) == tile.offset(r, c) + delta for r, c in threads)
-    assert _constant_delta(tile, threads, 1, (0, 0), (1, 0)) is None, "rows 1 apart permute their chunks"
-    assert _constant_delta(tile, threads, 1, (0, 0), (0, 8)) is None, "the next 16-byte chunk of a row is an xor"
+    assert constant_delta(tile, threads, 1, (0, 0), (1, 0)) is None, "rows 1 apart permute their chunks"
+    assert constant_delta(tile, threads, 1, (0, 0), (0, 8)) is None, "the next 16-byte chunk of a row is an xor"

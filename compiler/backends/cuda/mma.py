@@ -26,7 +26,7 @@ from ...ir.types import ScalarType, elem_type
 from . import ops
 from .layouts import Layout, MmaSpec, log2
 from .plan import operand_stride
-from .swizzle import SwizzledTile, swizzled
+from .swizzle import SwizzledTile, constant_delta, swizzled
 
 F16 = ScalarType("f16")
 TF32_KINDS = ("tf32", "tf32x3")
@@ -88,9 +88,8 @@ class _Reads:
             return bld.add(self.first, _c(drow * self.stride + dbyte))
         t = self.tile
         for r0, b0, addr in self.made:
-            deltas = {t.offset(r + drow, b + dbyte) - t.offset(r + r0, b + b0) for r, b in self.lanes}
-            if len(deltas) == 1:
-                d = deltas.pop()
+            d = constant_delta(t, self.lanes, 1, (r0, b0), (drow, dbyte))
+            if d is not None:
                 return bld.add(addr, _c(d)) if d else addr
         r, b = self.origin
         addr = bld.add(self.base, swizzled(t, r + drow, b + dbyte).v)

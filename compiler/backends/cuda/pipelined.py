@@ -28,20 +28,12 @@ from ...ir.types import elem_type
 from . import ops
 from .layouts import WgmmaSpec
 from .plan import LoopPipeline, PipeLoad
-from .swizzle import align, swizzled
+from .swizzle import align, constant_delta, swizzled
 
 
 def thread_coords(lay) -> list[tuple[int, ...]]:
     """Every thread's coordinate contribution (Layout.thread_coord), over every lane and warp of the layout."""
     return sorted({lay.thread_coord(lane, warp) for warp in range(1 << len(lay.warp)) for lane in range(1 << len(lay.lane))})
-
-
-def _constant_delta(tile, threads: list, d: int, ref: tuple[int, int], at: tuple[int, int]) -> int | None:
-    """offset(chunk at) - offset(chunk ref) of a swizzled tile when it is the same in every thread, else None
-    (`d` the contiguous dimension; chunks as (row, column) register offsets)."""
-    deltas = {tile.offset(t[1 - d] + at[0], t[d] + at[1]) - tile.offset(t[1 - d] + ref[0], t[d] + ref[1])
-              for t in threads}  # fmt: skip
-    return deltas.pop() if len(deltas) == 1 else None
 
 
 I64 = ir.IntType(64)
@@ -174,7 +166,7 @@ class PipelineLowering:
             # apart, or whole swizzle blocks): that one plus the constant, which ptxas folds into the
             # address (Triton's [r + 0x800]); else the swizzle in full
             dst = next((bld.add(ref, _c(delta)) for rr, rc, ref in made
-                        if (delta := _constant_delta(tile, threads, d, (rr, rc), (cr, cc))) is not None), None)  # fmt: skip
+                        if (delta := constant_delta(tile, threads, d, (rr, rc), (cr, cc))) is not None), None)  # fmt: skip
             if dst is None:
                 row = bld.add(tc[1 - d], _c(cr))
                 col = bld.add(tc[d], _c(cc))

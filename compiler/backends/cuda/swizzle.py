@@ -33,6 +33,14 @@ def swizzled(tile: SwizzledTile, r, b):
     return plain ^ (((plain >> 7) & (sw // 16 - 1)) << 4)
 
 
+def constant_delta(tile: SwizzledTile, threads: list, d: int, ref: tuple[int, int], at: tuple[int, int]) -> int | None:
+    """offset(chunk at) - offset(chunk ref) of a swizzled tile when it is the same in every thread, else None
+    (`d` the contiguous dimension; chunks as (row, column) register offsets)."""
+    deltas = {tile.offset(t[1 - d] + at[0], t[d] + at[1]) - tile.offset(t[1 - d] + ref[0], t[d] + ref[1])
+              for t in threads}  # fmt: skip
+    return deltas.pop() if len(deltas) == 1 else None
+
+
 def align(n: int, to: int = ALIGN) -> int:
     return (n + to - 1) // to * to
 

@@ -47,7 +47,7 @@ import llvmlite.ir as ir
 from ...ir.core import Function, Operation, Value
 from ...ir.types import TileType, elem_type, shape_of
 from . import ops
-from .plan import MMA
+from .layouts import WgmmaSpec
 
 MAX_BOX = 256  # TMA box dimension limit
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "i8": "i8", "u8": "u8"}
@@ -139,8 +139,8 @@ def _block_recipe(fn: Function, box: Operation, rank: int) -> tuple[int, tuple, 
     return base.index, shape, strides
 
 
-def plan_tma(fn: Function, pipes, sm: int) -> dict[Operation, TmaBox]:
-    """The ring loads of `fn` that TMA copies, and their tensor maps."""
+def plan_tma(fn: Function, pipes, mma: dict, sm: int) -> dict[Operation, TmaBox]:
+    """The ring loads of `fn` that TMA copies (of wgmma dots: `mma`, the layout plan's), and their tensor maps."""
     if sm < 90:
         return {}
     index = {p.name: i for i, p in enumerate(fn.params)}
@@ -155,7 +155,7 @@ def plan_tma(fn: Function, pipes, sm: int) -> dict[Operation, TmaBox]:
             if (
                 len(shape) != 2
                 or not pl.swizzle
-                or not str(pl.dot.attrs.get(MMA, "")).startswith("wgmma ")  # mma.sync's rings: cp.async
+                or not isinstance(mma.get(pl.dot), WgmmaSpec)  # mma.sync's rings: cp.async
                 or pl.contig != 1
                 or shape[0] > MAX_BOX
                 or et.name not in DTYPES
@@ -193,7 +193,7 @@ class TmaLowering:
 
     def tma_setup(self) -> list[ir.Type]:
         """Plan the TMA loads; the extra kernel parameters (their tensor maps), recorded in arg_kinds."""
-        self.tma = plan_tma(self.src, self.pipes, self.sm)
+        self.tma = plan_tma(self.src, self.pipes, self.plan.mma, self.sm)
         self.tma_maps: list[TmaBox] = list(dict.fromkeys(self.tma.values()))
         self.arg_kinds.extend("tmap" for _ in self.tma_maps)
         return [ir.PointerType() for _ in self.tma_maps]
