@@ -2,7 +2,8 @@
 return_indices=True)` (or a max and an argmax of one tile written out) as that one reduction, not two.
 
 The combines are the cuda lowering's own LLVM, run here on the host (llvmlite's JIT): folded in a thread's
-register order (a later index each time) and then in random trees (lanes and warps), they must give the
+register order (a later index each time) and then, a partial of NaN alone marked as the lowering marks it, in
+random trees (lanes and warps), they must give the
 interpreter's answer: the first index of the maximum, NaN ignored unless every value is NaN (then index 0),
 and as value the NaN-ignoring maximum. The PTX shows the fused reduction (its shuffles); on a GPU the kernel
 runs against the interpreter."""
@@ -20,7 +21,7 @@ import pytest
 from tilec.compiler.artifact import CompileOptions
 from tilec.compiler.backends.cpu.target import new_target_machine
 from tilec.compiler.backends.cuda import ops
-from tilec.compiler.backends.cuda.reduce import ReduceLowering
+from tilec.compiler.backends.cuda.reduce import NAN_MARK, ReduceLowering
 from tilec.compiler.interp.semantics import _arg_extreme
 from tilec.compiler.ir.types import ScalarType
 from tilec.compiler.pipeline import compile_kernel
@@ -38,16 +39,22 @@ class _Combines(ReduceLowering):
 
 
 def _jit_combines(kind: str):
-    """`full(av, ai, bv, bi)` and `later(av, ai, bv, bi)` (b's index above a's) as host functions that return
-    the chosen index; the value is recovered from it by the caller."""
+    """`full(av, ai, bv, bi)` (the combine across lanes and warps, on partials marked as arg_nan_mark marks
+    them) and `later(av, ai, bv, bi)` (b's index above a's) as host functions that return the chosen index
+    (marked, from full); the value is recovered from it by the caller."""
     mod = ir.Module(name="arg_combine")
     mod.triple = llvm.get_process_triple()
     fnty = ir.FunctionType(ops.I32, [ops.F32, ops.I32, ops.F32, ops.I32])
-    for name, method in (("full", "_arg_combine"), ("later", "_arg_combine_later")):
+    for name in ("full", "later"):
         fn = ir.Function(mod, fnty, name)
         bld = ir.IRBuilder(fn.append_basic_block())
         av, ai, bv, bi = fn.args
-        _v, i = getattr(_Combines(bld), method)(kind, F32, (av, ai), (bv, bi))
+        low = _Combines(bld)
+        if name == "later":
+            _v, i = low._arg_combine_later(kind, F32, (av, ai), (bv, bi))
+        else:  # partials across lanes and warps: a NaN one marked (marking a marked one changes nothing)
+            a, b = low.arg_nan_mark(kind, F32, av, ai), low.arg_nan_mark(kind, F32, bv, bi)
+            _v, i = low._arg_combine(kind, F32, a, b)
         bld.ret(i)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(mod)), new_target_machine())
     engine.finalize_object()
@@ -80,8 +87,8 @@ def test_combines_give_the_interpreters_answer_in_any_tree(kind: str) -> None:
         while len(parts) > 1:
             k = int(rng.integers(0, len(parts) - 1))
             a, b = (parts[k], parts[k + 1]) if rng.random() < 0.5 else (parts[k + 1], parts[k])
-            parts[k:k + 2] = [fns["full"](x[a], a, x[b], b)]
-        got = parts[0]
+            parts[k:k + 2] = [fns["full"](x[a & ~NAN_MARK], a, x[b & ~NAN_MARK], b)]
+        got = parts[0] & ~NAN_MARK
         assert got == want, (kind, x.tolist(), got, want)
         best = (np.fmax if kind == "argmax" else np.fmin).reduce(x)
         assert x[got] == best or (np.isnan(x[got]) and np.isnan(best)), (x.tolist(), got)

@@ -68,7 +68,7 @@ def test_an_mma_accumulator_written_back_in_rows_uses_vector_reads() -> None:
     np.testing.assert_array_equal(gather(blocked((64, 64), nw, vec=8), out, nw, (64, 64)), tile)
 
 
-SPECIAL = np.array([np.nan, -np.inf, np.inf, -1.0, 0.0, 2.5, 2.5, -7.0, 3.0], np.float32)
+SPECIAL = np.array([np.nan, -np.inf, np.inf, -1.0, 0.0, -0.0, 2.5, 2.5, -7.0, 3.0], np.float32)
 
 
 @pytest.mark.parametrize("kind", ["argmax", "argmin"])

@@ -36,17 +36,14 @@ class ReduceLowering:
         raise CompileError(f"cuda: unknown reduction {kind!r}")
 
     def _arg_combine(self, kind: str, e, a, b):
+        """(value, index) pairs ordered by value, then index, as Triton's argmax combine: floats come here
+        without NaN (arg_reduce_values marks a NaN partial by its index first)."""
         bld = self.b
         (av, ai), (bv, bi) = a, b
         better = ">" if kind == "argmax" else "<"
         lower_idx = bld.icmp_signed("<", bi, ai)
         if e.is_float:
-            wins = bld.fcmp_ordered(better, bv, av)
-            tie = bld.and_(bld.fcmp_ordered("==", bv, av), lower_idx)
-            a_nan = bld.fcmp_unordered("uno", av, av)
-            b_nan = bld.fcmp_unordered("uno", bv, bv)
-            num = bld.and_(bld.not_(b_nan), bld.or_(a_nan, bld.or_(wins, tie)))
-            take = bld.or_(num, bld.and_(bld.and_(a_nan, b_nan), lower_idx))
+            take = bld.or_(bld.fcmp_ordered(better, bv, av), bld.and_(bld.fcmp_ordered("==", bv, av), lower_idx))
         else:
             cmp = bld.icmp_signed if e.is_signed else bld.icmp_unsigned
             take = bld.or_(cmp(better, bv, av), bld.and_(cmp("==", bv, av), lower_idx))
@@ -155,9 +152,9 @@ class ReduceLowering:
 
     def _arg_reduce(self, arg_op: Operation, value_op: Operation | None, lay: Layout, e) -> None:
         """argmax/argmin as one reduction of (value, index) pairs; `value_op`, the twin max/min, if any, takes
-        the values. Within a thread the registers are combined in index order, so a tie keeps the earlier
-        one and only a strictly better number replaces it (NaN never does, and is replaced by any number);
-        across lanes and warps the full combine orders by value, then index, with NaN last."""
+        the values. Within a thread the registers are combined in index order (a tree of neighbours), so a tie
+        keeps the earlier side and only a strictly better number replaces it (NaN never does, and is replaced by
+        any number); across lanes and warps the full combine orders by value, then index, with NaN last."""
         kind, axis = arg_op.attrs["kind"], arg_op.attrs["axis"]
         out = self.arg_reduce_values(kind, e, lay, axis, self.get(arg_op.operands[0], lay))
         res_lay = lay.without_dim(axis)
@@ -173,7 +170,52 @@ class ReduceLowering:
         parts = list(zip(vals, idx, strict=False))
         fn = lambda a, b: self._arg_combine(kind, e, a, b)  # noqa: E731
         seq = lambda a, b: self._arg_combine_later(kind, e, a, b)  # noqa: E731
-        return self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq)
+        if not e.is_float:
+            return self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq)
+
+        def within(group: list[int]):  # four registers or more: two passes
+            if len(group) < 4:
+                return None
+            return self._arg_float_regs(kind, e, [vals[r] for r in group], [lay.reg_coord(r)[axis] for r in group], tc)
+
+        marked = [self.arg_nan_mark(kind, e, v, i) for v, i in self._reduce_regs(lay, axis, parts, seq, within)]
+        return [self.arg_nan_unmark(e, v, i) for v, i in self._reduce_across(lay, axis, marked, fn, [e, I32_T])]
+
+    def arg_nan_mark(self, kind: str, e, v, i):
+        """A float argmax/argmin partial as it travels across lanes and warps: if all NaN, the worst value with
+        NAN_MARK in its index, so that the plain combine lets it lose to every number and to an earlier NaN
+        partial."""
+        bld = self.b
+        nan = bld.fcmp_unordered("uno", v, v)
+        worst = ir.Constant(ops.reg_type(e), float("-inf") if kind == "argmax" else float("inf"))
+        return bld.select(nan, worst, v), bld.select(nan, bld.or_(i, ir.Constant(ops.I32, NAN_MARK)), i)
+
+    def arg_nan_unmark(self, e, v, i):
+        bld = self.b
+        nan = bld.icmp_unsigned(">=", i, ir.Constant(ops.I32, NAN_MARK))
+        return bld.select(nan, ir.Constant(ops.reg_type(e), float("nan")), v), bld.and_(i, ir.Constant(ops.I32, NAN_MARK - 1))
+
+    def _arg_float_regs(self, kind: str, e, vals: list, coords: list[int], tc):
+        """A thread's float argmax/argmin of `vals` (in order along the axis, at `coords` past `tc`) in two
+        passes, each one instruction fewer per register than the pairwise combine with its NaN tests: the
+        extreme by max/min (a tree; NaN loses to any number, all NaN gives NaN), then the first register
+        equal to it, in runs of 8 registers that do not wait on each other; no register equal (all NaN): the
+        first. The value is the extreme itself, so of a row's zeros it may carry the other zero's sign."""
+        bld = self.b
+        level = list(vals)
+        while len(level) > 1:
+            pairs = [self.combine(kind[3:], e, level[i], level[i + 1], False) for i in range(0, len(level) - 1, 2)]
+            level = pairs + level[len(pairs) * 2 :]
+        best = level[0]
+        none = ir.Constant(ops.I32, coords[-1] + 1)
+        first = None
+        for start in range(0, len(vals), 8):
+            got = none
+            for v, c in reversed(list(zip(vals, coords, strict=True))[start : start + 8]):
+                got = bld.select(bld.fcmp_ordered("==", v, best), ir.Constant(ops.I32, c), got)
+            first = got if first is None else bld.select(bld.icmp_unsigned("<", got, first), got, first)
+        first = bld.select(bld.icmp_unsigned("==", first, none), ir.Constant(ops.I32, coords[0]), first)
+        return best, bld.add(tc, first)
 
     def op_reduce_with(self, op: Operation) -> None:
         axis = op.attrs["axis"]
@@ -207,12 +249,17 @@ class ReduceLowering:
 
     def _reduce_parts(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False,
                       seq=None):
-        """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order.
+        """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order; a
+        thread's registers in order along the axis are combined as a balanced tree (neighbours in pairs, then
+        pairs of pairs), as Triton combines them: sums round as Triton's do, and no combine waits on a chain.
         `ordered`: each lane pair combines (lower lane's, upper lane's), so every lane computes the same
         result even for a combine that is not commutative bit for bit (Welford's, in floating point).
-        `seq`, if given, combines a thread's registers instead of `fn`: its second operand always comes
-        later along the axis than everything folded into the first."""
-        parts = self._reduce_regs(lay, axis, parts, seq or fn)
+        `seq`, if given, combines a thread's registers instead of `fn`: everything folded into its second
+        operand comes later along the axis than everything folded into the first."""
+        return self._reduce_across(lay, axis, self._reduce_regs(lay, axis, parts, seq or fn), fn, elems, ordered)
+
+    def _reduce_across(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False):
+        """_reduce_parts past a thread's registers: lanes, then warps."""
         for i, basis in enumerate(lay.lane):
             if not basis[axis]:
                 continue
@@ -232,18 +279,25 @@ class ReduceLowering:
             parts = self._reduce_warps(lay, lay.without_dim(axis), axis, parts, fn, elems)
         return parts
 
-    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn) -> list:
+    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn, within=None) -> list:
+        """One part per group of a thread's registers that differ only along `axis`; `within(registers)`, if
+        given, reduces a group (its registers in order along the axis) its own way, or returns None."""
         groups: dict[int, list[int]] = {}
         along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
         for r in range(lay.num_regs):
             groups.setdefault(r & ~along, []).append(r)
         out = []
         for key in sorted(groups):
-            regs = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])
-            acc = parts[regs[0]]
-            for r in regs[1:]:
-                acc = fn(acc, parts[r])
-            out.append(acc)
+            group = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])
+            done = within(group) if within is not None else None
+            if done is not None:
+                out.append(done)
+                continue
+            level = [parts[r] for r in group]
+            while len(level) > 1:  # neighbours in pairs, then pairs of pairs: Triton's order, and no long chain
+                pairs = [fn(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+                level = pairs + level[len(pairs) * 2 :]
+            out.append(level[0])
         return out
 
     def _warp_planes(self, res_lay: Layout, nw: int, elems: list):
@@ -312,6 +366,7 @@ class ReduceLowering:
 
 
 I32_T = ScalarType("i32")
+NAN_MARK = 1 << 30  # added to the index of a float argmax/argmin partial that is all NaN (arg_reduce_values)
 
 
 def _numel(shape) -> int:
