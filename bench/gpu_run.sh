@@ -150,6 +150,21 @@ if [ "$stage" = speed_fp8 ]; then
       | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -22
   fi
 fi
+if [ "$stage" = reduce ]; then
+  # reductions in Triton's order (session 12): the order each side's 1-D sum rounds in, the GPU tests of
+  # reductions (Triton's bits, the interpreter's answers, attention's row sums), then FlagGems' reduction ops in
+  # CUDA graphs (carry .wt/flaggems) in the time left
+  t0=$(date +%s); left() { echo $(( ${RD_BUDGET:-560} - ($(date +%s) - t0) )); }
+  timeout 60 python3 bench/reduce_order.py 2>&1 | grep -v -i warn | tee "$OUT/reduce_order.log"
+  timeout 300 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_reduce_bits_gpu.py \
+    tests/cuda/test_arg_reduce.py tests/cuda/test_gpu_every_op.py tests/cuda/test_attention.py ${RD_TESTS:-} 2>&1 \
+    | tee "$OUT/reduce_tests.log" | tail -25
+  if [ -d .wt/flaggems/src ] && [ "$(left)" -gt 60 ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout "$(left)" python3 bench/flaggems_ops.py --graph --timeout 80 \
+      --only "${RD_OPS:-argmax,softmax,sum_dim,log_softmax,amax,mean_all,layer_norm,cross_entropy}" 2>&1 \
+      | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -14
+  fi
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left

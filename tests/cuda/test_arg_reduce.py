@@ -148,16 +148,17 @@ def test_max_with_indices_is_one_reduction_of_pairs() -> None:
 
 @pytest.mark.skipif(gpu_reason() is not None, reason=gpu_reason() or "")
 @pytest.mark.parametrize("order", [0, 1, 2])
-def test_fused_reduction_on_the_gpu(order: int) -> None:
+@pytest.mark.parametrize("bn", [256, 4096])  # 4096: 32 registers a thread along the row, in two passes
+def test_fused_reduction_on_the_gpu(order: int, bn: int) -> None:
     from tests.cuda.test_gpu import reference
     from tilec import client
 
     rng = np.random.default_rng(order)
-    x = rng.choice(SPECIAL, size=(4, 256)).astype(np.float32)
+    x = rng.choice(SPECIAL, size=(4, bn)).astype(np.float32)
     x[0] = np.nan
     x[1, ::3] = np.nan
     x[2] = 1.0
-    consts = {"BM": 4, "BN": 256, "ORDER": order}
+    consts = {"BM": 4, "BN": bn, "ORDER": order}
     args = [x, np.zeros(4, np.float32), np.zeros(4, np.int32)]
     want = reference(SRC, "both", args, (1,), consts)
     got = run_gpu(client.jit(SRC, "both"), (1,), args, consts, num_warps=4)

@@ -259,8 +259,9 @@ class ReduceLowering:
         return self._reduce_across(lay, axis, self._reduce_regs(lay, axis, parts, seq or fn), fn, elems, ordered)
 
     def _reduce_across(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False):
-        """_reduce_parts past a thread's registers: lanes, then warps."""
-        for i, basis in enumerate(lay.lane):
+        """_reduce_parts past a thread's registers: lanes (the highest lane bit first, as Triton shuffles),
+        then warps."""
+        for i, basis in reversed(list(enumerate(lay.lane))):
             if not basis[axis]:
                 continue
             upper = self.pb.icmp_unsigned("!=", self.pb.and_(self.lane, ir.Constant(ops.I32, 1 << i)),
@@ -337,7 +338,8 @@ class ReduceLowering:
 
     def _reduce_warps(self, lay: Layout, res_lay: Layout, axis: int, parts, fn, elems: list):
         """Each warp's partial results to shared memory (one plane per register of the tuple), then every
-        thread folds the warps' partials in warp order."""
+        thread combines the warps' partials: warp w with warp w + nw/2, then those halves again, down to one
+        (the pairs of Triton's butterfly across warps)."""
         bld = self.b
         wbits = [i for i, bs in enumerate(lay.warp) if bs[axis]]
         nw = 1 << len(wbits)
@@ -355,12 +357,12 @@ class ReduceLowering:
         self.barrier()
         out = []
         for el in offs:
-            acc = None
-            for w in range(nw):
-                slot = bld.add(el, ir.Constant(ops.I32, w * numel))
-                v = tuple(self.smem_load(at(k, slot), e) for k, e in enumerate(elems))
-                acc = v if acc is None else fn(acc, v)
-            out.append(acc)
+            level = [tuple(self.smem_load(at(k, bld.add(el, ir.Constant(ops.I32, w * numel))), e) for k, e in enumerate(elems))
+                     for w in range(nw)]  # fmt: skip
+            while len(level) > 1:  # warp w with warp w + half, halves down to one, as Triton's shuffles pair them
+                half = len(level) // 2
+                level = [fn(level[w], level[w + half]) for w in range(half)]
+            out.append(level[0])
         self.shm.released()
         return out
 
