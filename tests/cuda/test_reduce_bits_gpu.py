@@ -1,8 +1,8 @@
 """Reductions on a real GPU against Triton's own bits: the same source's tl.sum over rows, columns and a
 whole 1-D tile, at several tile shapes and warp counts, gives the same float32 sums bit for bit (a thread's
-registers combined as a tree of neighbours, lanes from the highest shuffle down, warps in the butterfly's
-pairs: the order Triton rounds in), and tl.max with return_indices the same values and indices. Skips
-without a GPU or without Triton."""
+registers folded in order, lanes from the highest shuffle down, warps in the butterfly's pairs: the order
+Triton 3.6 rounds in; bench/reduce_order.py prints both sides' order), and tl.max with return_indices the
+same values and indices. Skips without a GPU or without Triton."""
 
 from __future__ import annotations
 

@@ -112,8 +112,9 @@ class ReduceLowering:
             self._arg_reduce(arg_op, value_op, lay, e)
             return
         vals = self.get(x, lay)
+        exact = kind not in ("sum", "prod") or not e.is_float  # the same result in any order: a tree in a thread
         out = self._reduce_parts(lay, axis, [(v,) for v in vals],
-                                 lambda a, b: (self.combine(kind, e, a[0], b[0], nan),), [e])
+                                 lambda a, b: (self.combine(kind, e, a[0], b[0], nan),), [e], tree=exact)
         self._define_reduced(op.results, lay.without_dim(axis), [[p[0] for p in out]])
 
     def _arg_twins(self) -> tuple[dict, set]:
@@ -154,7 +155,8 @@ class ReduceLowering:
         """argmax/argmin as one reduction of (value, index) pairs; `value_op`, the twin max/min, if any, takes
         the values. Within a thread the registers are combined in index order (a tree of neighbours), so a tie
         keeps the earlier side and only a strictly better number replaces it (NaN never does, and is replaced by
-        any number); across lanes and warps the full combine orders by value, then index, with NaN last."""
+        any number); across lanes and warps the plain combine orders by value, then index, a partial that is
+        all NaN marked to lose (arg_nan_mark)."""
         kind, axis = arg_op.attrs["kind"], arg_op.attrs["axis"]
         out = self.arg_reduce_values(kind, e, lay, axis, self.get(arg_op.operands[0], lay))
         res_lay = lay.without_dim(axis)
@@ -171,14 +173,9 @@ class ReduceLowering:
         fn = lambda a, b: self._arg_combine(kind, e, a, b)  # noqa: E731
         seq = lambda a, b: self._arg_combine_later(kind, e, a, b)  # noqa: E731
         if not e.is_float:
-            return self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq)
+            return self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq, tree=True)
 
-        def within(group: list[int]):  # four registers or more: two passes
-            if len(group) < 4:
-                return None
-            return self._arg_float_regs(kind, e, [vals[r] for r in group], [lay.reg_coord(r)[axis] for r in group], tc)
-
-        marked = [self.arg_nan_mark(kind, e, v, i) for v, i in self._reduce_regs(lay, axis, parts, seq, within)]
+        marked = [self.arg_nan_mark(kind, e, v, i) for v, i in self._reduce_regs(lay, axis, parts, seq, True)]
         return [self.arg_nan_unmark(e, v, i) for v, i in self._reduce_across(lay, axis, marked, fn, [e, I32_T])]
 
     def arg_nan_mark(self, kind: str, e, v, i):
@@ -194,28 +191,6 @@ class ReduceLowering:
         bld = self.b
         nan = bld.icmp_unsigned(">=", i, ir.Constant(ops.I32, NAN_MARK))
         return bld.select(nan, ir.Constant(ops.reg_type(e), float("nan")), v), bld.and_(i, ir.Constant(ops.I32, NAN_MARK - 1))
-
-    def _arg_float_regs(self, kind: str, e, vals: list, coords: list[int], tc):
-        """A thread's float argmax/argmin of `vals` (in order along the axis, at `coords` past `tc`) in two
-        passes, each one instruction fewer per register than the pairwise combine with its NaN tests: the
-        extreme by max/min (a tree; NaN loses to any number, all NaN gives NaN), then the first register
-        equal to it, in runs of 8 registers that do not wait on each other; no register equal (all NaN): the
-        first. The value is the extreme itself, so of a row's zeros it may carry the other zero's sign."""
-        bld = self.b
-        level = list(vals)
-        while len(level) > 1:
-            pairs = [self.combine(kind[3:], e, level[i], level[i + 1], False) for i in range(0, len(level) - 1, 2)]
-            level = pairs + level[len(pairs) * 2 :]
-        best = level[0]
-        none = ir.Constant(ops.I32, coords[-1] + 1)
-        first = None
-        for start in range(0, len(vals), 8):
-            got = none
-            for v, c in reversed(list(zip(vals, coords, strict=True))[start : start + 8]):
-                got = bld.select(bld.fcmp_ordered("==", v, best), ir.Constant(ops.I32, c), got)
-            first = got if first is None else bld.select(bld.icmp_unsigned("<", got, first), got, first)
-        first = bld.select(bld.icmp_unsigned("==", first, none), ir.Constant(ops.I32, coords[0]), first)
-        return best, bld.add(tc, first)
 
     def op_reduce_with(self, op: Operation) -> None:
         axis = op.attrs["axis"]
@@ -248,15 +223,16 @@ class ReduceLowering:
                 self.define(r, None, out[0])
 
     def _reduce_parts(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False,
-                      seq=None):
-        """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order; a
-        thread's registers in order along the axis are combined as a balanced tree (neighbours in pairs, then
-        pairs of pairs), as Triton combines them: sums round as Triton's do, and no combine waits on a chain.
+                      seq=None, tree: bool = False):
+        """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order. A
+        thread's registers are folded in order along the axis, each into the one before, as Triton 3.6 folds
+        them (so float sums round as its do); with `tree` (a combine whose result does not depend on the
+        order: max, min, integer sums, argmax) as a balanced tree of neighbours, so no combine waits on a chain.
         `ordered`: each lane pair combines (lower lane's, upper lane's), so every lane computes the same
         result even for a combine that is not commutative bit for bit (Welford's, in floating point).
         `seq`, if given, combines a thread's registers instead of `fn`: everything folded into its second
         operand comes later along the axis than everything folded into the first."""
-        return self._reduce_across(lay, axis, self._reduce_regs(lay, axis, parts, seq or fn), fn, elems, ordered)
+        return self._reduce_across(lay, axis, self._reduce_regs(lay, axis, parts, seq or fn, tree=tree), fn, elems, ordered)
 
     def _reduce_across(self, lay: Layout, axis: int, parts: list, fn, elems: list, ordered: bool = False):
         """_reduce_parts past a thread's registers: lanes (the highest lane bit first, as Triton shuffles),
@@ -280,25 +256,23 @@ class ReduceLowering:
             parts = self._reduce_warps(lay, lay.without_dim(axis), axis, parts, fn, elems)
         return parts
 
-    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn, within=None) -> list:
-        """One part per group of a thread's registers that differ only along `axis`; `within(registers)`, if
-        given, reduces a group (its registers in order along the axis) its own way, or returns None."""
+    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn, tree: bool = False) -> list:
+        """One part per group of a thread's registers that differ only along `axis`, folded in order along
+        it, or with `tree` as a balanced tree of neighbours (pairs, then pairs of pairs)."""
         groups: dict[int, list[int]] = {}
         along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
         for r in range(lay.num_regs):
             groups.setdefault(r & ~along, []).append(r)
         out = []
         for key in sorted(groups):
-            group = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])
-            done = within(group) if within is not None else None
-            if done is not None:
-                out.append(done)
-                continue
-            level = [parts[r] for r in group]
-            while len(level) > 1:  # neighbours in pairs, then pairs of pairs: Triton's order, and no long chain
+            level = [parts[r] for r in sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])]
+            while len(level) > 1 and tree:
                 pairs = [fn(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
                 level = pairs + level[len(pairs) * 2 :]
-            out.append(level[0])
+            acc = level[0]
+            for p in level[1:]:
+                acc = fn(acc, p)
+            out.append(acc)
         return out
 
     def _warp_planes(self, res_lay: Layout, nw: int, elems: list):
