@@ -165,6 +165,13 @@ if [ "$stage" = reduce ]; then
       | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -14
   fi
 fi
+if [ "$stage" = argmax_variants ]; then
+  # FlagGems' argmax kernel under codegen variants against Triton (carry .wt/flaggems), then the reduce stage's tests
+  timeout 200 python3 bench/argmax_variants.py --variants "${AV_VARIANTS:-argmax_passes=2}" 2>&1 | grep -v -i warn \
+    | tee "$OUT/argmax_variants.log"
+  timeout 300 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_reduce_bits_gpu.py \
+    tests/cuda/test_arg_reduce.py ${AV_TESTS:-} 2>&1 | tee "$OUT/reduce_tests.log" | tail -8
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left

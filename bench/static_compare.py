@@ -176,6 +176,10 @@ def _cases(flaggems: Path) -> dict:
         ptrs = ["input_pointer", "weight_pointer", "output_pointer", "bias_pointer"]
         sig = {p: ("*fp16" if p in ptrs else "i32") for p in params if p not in consts}
         cases["conv2d"] = (src, "conv2d_forward_kernel", sig, consts, ptrs, 4, 2)
+    if (ops / "argmax.py").is_file():  # bench/flaggems_ops.py's argmax: fp32 [4096, 4096] along rows, its heuristics'
+        src = _function_source(ops / "argmax.py", "argmax_kernel").replace("get_dtype_min(dtype)", 'float("-inf")')
+        cases["argmax_fg"] = (src, "argmax_kernel", {"inp": "*fp32", "out_index": "*i64", "M": "i32", "N": "i32", "K": "i32"},
+                              {"BLOCK_M": 8, "BLOCK_N": 4096}, ["inp", "out_index", "M", "N"], 4, 3, ["K"])  # fmt: skip
     if (ops / "softmax.py").is_file():  # bench/flaggems_ops.py's softmax: fp16 [4096, 4096], one row a CTA
         cases["softmax"] = (_function_source(ops / "softmax.py", "softmax_kernel_inner"), "softmax_kernel_inner",
                             {"output_ptr": "*fp16", "input_ptr": "*fp16", "M": "i32", "N": "i32"},

@@ -61,6 +61,7 @@ class CudaOptions:
     mma_ring_late: bool = True  # mma.sync rings: num_stages - 1 slots refilled after the dots; off: num_stages, before
     mma_ring_pad: int = 16  # bytes after each row of an mma.sync ring tile not swizzled (ldmatrix rows in distinct banks)
     mma_ring_swizzle: bool = True  # mma.sync ring tiles that ldmatrix reads are XOR-swizzled; off: rows padded
+    argmax_passes: int = 1  # a float argmax in a thread: 1, a tree of pairwise combines; 2, the extreme, then its first index
 
     def changed(self) -> dict[str, Any]:
         """The fields that differ from the defaults (what the artifact key adds)."""

@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
+from tilec.compiler.artifact import CudaOptions
 from tilec.compiler.backends.cuda.layouts import (
     MmaSpec,
     WgmmaSpec,
@@ -71,9 +72,10 @@ def test_an_mma_accumulator_written_back_in_rows_uses_vector_reads() -> None:
 SPECIAL = np.array([np.nan, -np.inf, np.inf, -1.0, 0.0, -0.0, 2.5, 2.5, -7.0, 3.0], np.float32)
 
 
+@pytest.mark.parametrize("passes", [1, 2])  # CudaOptions.argmax_passes: pairs in a tree, or extreme then index
 @pytest.mark.parametrize("kind", ["argmax", "argmin"])
 @pytest.mark.parametrize("shape,nw,axis", [((8, 64), 4, 1), ((8, 64), 4, 0), ((4, 512), 8, 1), ((256,), 2, 0)])
-def test_argmax_pairs_on_every_layout(kind: str, shape: tuple, nw: int, axis: int) -> None:
+def test_argmax_pairs_on_every_layout(kind: str, shape: tuple, nw: int, axis: int, passes: int) -> None:
     rng = np.random.default_rng(1)
     tile = rng.choice(SPECIAL, size=shape).astype(np.float32)
     if len(shape) == 2:  # an all-NaN line, a NaN-and--inf line, a line of ties
@@ -87,6 +89,7 @@ def test_argmax_pairs_on_every_layout(kind: str, shape: tuple, nw: int, axis: in
     want_v = (np.fmax if kind == "argmax" else np.fmin).reduce(tile, axis=axis)
     for lay in _layouts(shape, nw):
         sim = SimBlock(nw)
+        sim.cg = CudaOptions(argmax_passes=passes)
         out = sim.arg_reduce_values(kind, F32, lay, axis, scatter(lay, tile, nw))
         res = lay.without_dim(axis)
         got_i = gather(res, [p[1] for p in out], nw, want_i.shape)

@@ -277,29 +277,35 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         if name == "reshape":
             return self.lazy_reshape(op, lay)
         args = [self.get(v, lay) if isinstance(v.type, TileType) else [self.scalar(v)] * n for v in op.operands]
-        run = self._equal_run(op, lay)  # a run of registers axis analysis proves equal: its first, repeated
-        out = []
-        for r in range(0, n, run):
-            out += [self.elementwise(op, [a[r] for a in args])] * run
+        rep = self._equal_regs(op, lay)  # registers axis analysis proves equal: computed once, at the first
+        out: list = []
+        for r in range(n):
+            out.append(self.elementwise(op, [a[r] for a in args]) if rep[r] == r else out[rep[r]])
         return out
 
-    def _equal_run(self, op: Operation, lay: Layout) -> int:
-        """How many consecutive registers of `op`'s result in `lay` hold one value (Triton's constancy: e.g.
-        `cols < N` over a thread's 4 contiguous columns when N is a multiple of 4), so the op is computed once
-        for each such run: the first register dimension's run, as a power of two, where every other basis
-        moves along that dimension by whole runs only."""
+    def _equal_regs(self, op: Operation, lay: Layout) -> list[int]:
+        """For each register of `op`'s result in `lay`, the first register proven to hold the same value
+        (Triton's constancy, as its elementwise lowering deduplicates: `rows[:, None] < M` over a thread's 8
+        rows when M is a multiple of 8, `cols < N` over 4 contiguous columns when N is a multiple of 4). Along
+        each dimension the runs of equal values are aligned blocks (axis analysis's constancy, as a power of
+        two) that no lane or warp basis cuts: two registers whose coordinates fall in the same block of every
+        dimension are equal."""
+        n = lay.num_regs
         if self._axis is None:
             from ...passes.axis_analysis import axis_analysis
 
             self._axis = axis_analysis(self.src)
         info = self._axis.get(op.results[0]) if op.results else None
-        if info is None or not lay.reg or not any(lay.reg[0]):
-            return 1
-        dim = next(i for i, x in enumerate(lay.reg[0]) if x)
-        run = min(lay.contiguous_vec(dim), 1 << (info.constancy[dim].bit_length() - 1))
-        while run > 1 and any(b[dim] % run for b in (*lay.reg[log2(run) :], *lay.lane, *lay.warp)):
-            run //= 2
-        return run
+        if info is None or n == 1:
+            return list(range(n))
+        runs = []
+        for d, k in enumerate(info.constancy):
+            run = 1 << (max(k, 1).bit_length() - 1)
+            while run > 1 and any(b[d] % run for b in (*lay.lane, *lay.warp)):
+                run //= 2
+            runs.append(run)
+        first: dict[tuple, int] = {}
+        return [first.setdefault(tuple(c // k for c, k in zip(lay.reg_coord(r), runs, strict=True)), r) for r in range(n)]
 
     def lazy_operands(self, op: Operation, lay: Layout) -> list[tuple[Value, Layout]]:
         """The tiles (and their layouts) that lazy op `op` reads to compute its result in `lay`."""

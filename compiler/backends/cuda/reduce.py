@@ -175,7 +175,12 @@ class ReduceLowering:
         if not e.is_float:
             return self._reduce_parts(lay, axis, parts, fn, [e, I32_T], seq=seq, tree=True)
 
-        marked = [self.arg_nan_mark(kind, e, v, i) for v, i in self._reduce_regs(lay, axis, parts, seq, True)]
+        def within(group: list[int]):  # CudaOptions.argmax_passes == 2 and four registers or more
+            if self.cg.argmax_passes != 2 or len(group) < 4:
+                return None
+            return self._arg_two_passes(kind, e, [vals[r] for r in group], [lay.reg_coord(r)[axis] for r in group], tc)
+
+        marked = [self.arg_nan_mark(kind, e, v, i) for v, i in self._reduce_regs(lay, axis, parts, seq, True, within)]
         return [self.arg_nan_unmark(e, v, i) for v, i in self._reduce_across(lay, axis, marked, fn, [e, I32_T])]
 
     def arg_nan_mark(self, kind: str, e, v, i):
@@ -191,6 +196,21 @@ class ReduceLowering:
         bld = self.b
         nan = bld.icmp_unsigned(">=", i, ir.Constant(ops.I32, NAN_MARK))
         return bld.select(nan, ir.Constant(ops.reg_type(e), float("nan")), v), bld.and_(i, ir.Constant(ops.I32, NAN_MARK - 1))
+
+    def _arg_two_passes(self, kind: str, e, vals: list, coords: list[int], tc):
+        """A thread's float argmax/argmin of `vals` (in order along the axis, at `coords` past `tc`) in two
+        passes: the extreme by max/min (a tree; NaN loses to any number, all NaN gives NaN), then the first
+        register equal to it (a chain of selects from the last register back; none equal, all NaN: the
+        first). The value is the extreme itself, so of a row's zeros it may carry the other zero's sign."""
+        bld = self.b
+        level = list(vals)
+        while len(level) > 1:
+            pairs = [self.combine(kind[3:], e, level[i], level[i + 1], False) for i in range(0, len(level) - 1, 2)]
+            level = pairs + level[len(pairs) * 2 :]
+        first = ir.Constant(ops.I32, coords[0])
+        for v, c in reversed(list(zip(vals, coords, strict=True))):
+            first = bld.select(bld.fcmp_ordered("==", v, level[0]), ir.Constant(ops.I32, c), first)
+        return level[0], bld.add(tc, first)
 
     def op_reduce_with(self, op: Operation) -> None:
         axis = op.attrs["axis"]
@@ -256,16 +276,22 @@ class ReduceLowering:
             parts = self._reduce_warps(lay, lay.without_dim(axis), axis, parts, fn, elems)
         return parts
 
-    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn, tree: bool = False) -> list:
+    def _reduce_regs(self, lay: Layout, axis: int, parts: list, fn, tree: bool = False, within=None) -> list:
         """One part per group of a thread's registers that differ only along `axis`, folded in order along
-        it, or with `tree` as a balanced tree of neighbours (pairs, then pairs of pairs)."""
+        it, or with `tree` as a balanced tree of neighbours (pairs, then pairs of pairs); `within(registers)`,
+        if given, may reduce a group (its registers in order along the axis) its own way (None: it does not)."""
         groups: dict[int, list[int]] = {}
         along = sum(1 << i for i, bs in enumerate(lay.reg) if bs[axis])
         for r in range(lay.num_regs):
             groups.setdefault(r & ~along, []).append(r)
         out = []
         for key in sorted(groups):
-            level = [parts[r] for r in sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])]
+            group = sorted(groups[key], key=lambda r: lay.reg_coord(r)[axis])
+            done = within(group) if within is not None else None
+            if done is not None:
+                out.append(done)
+                continue
+            level = [parts[r] for r in group]
             while len(level) > 1 and tree:
                 pairs = [fn(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
                 level = pairs + level[len(pairs) * 2 :]
