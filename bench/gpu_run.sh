@@ -172,6 +172,21 @@ if [ "$stage" = argmax_variants ]; then
   timeout 300 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_reduce_bits_gpu.py \
     tests/cuda/test_arg_reduce.py ${AV_TESTS:-} 2>&1 | tee "$OUT/reduce_tests.log" | tail -8
 fi
+if [ "$stage" = speed_rows ]; then
+  # FlagGems' ops in CUDA graphs (carry .wt/flaggems), then the speed-table rows whose names contain SR_ONLY's
+  # substrings (';' between), each SR_ROUNDS times: a row that moved, read again in one call
+  if [ -d .wt/flaggems/src ]; then
+    PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout 170 python3 bench/flaggems_ops.py --graph --timeout 80 2>&1 \
+      | grep -v -i warn | tee "$OUT/flaggems_ops_graph.log" | tail -20
+  fi
+  IFS=';' read -ra rows <<< "${SR_ONLY:-quantization}"
+  for round in $(seq "${SR_ROUNDS:-2}"); do
+    for row in "${rows[@]}"; do
+      timeout 120 python3 bench/speed.py --only "$row" --budget-s 90 2>&1 | grep -v -i warn | grep -E "^(kernel|[a-z].* [0-9]\.[0-9]{4} )" \
+        | tee -a "$OUT/speed_rows.log"
+    done
+  done
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left

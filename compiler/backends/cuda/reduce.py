@@ -112,9 +112,8 @@ class ReduceLowering:
             self._arg_reduce(arg_op, value_op, lay, e)
             return
         vals = self.get(x, lay)
-        exact = kind not in ("sum", "prod") or not e.is_float  # the same result in any order: a tree in a thread
         out = self._reduce_parts(lay, axis, [(v,) for v in vals],
-                                 lambda a, b: (self.combine(kind, e, a[0], b[0], nan),), [e], tree=exact)
+                                 lambda a, b: (self.combine(kind, e, a[0], b[0], nan),), [e])
         self._define_reduced(op.results, lay.without_dim(axis), [[p[0] for p in out]])
 
     def _arg_twins(self) -> tuple[dict, set]:
@@ -246,8 +245,7 @@ class ReduceLowering:
                       seq=None, tree: bool = False):
         """Registers, then lanes (butterfly shuffles), then warps (shared memory), in that tree order. A
         thread's registers are folded in order along the axis, each into the one before, as Triton 3.6 folds
-        them (so float sums round as its do); with `tree` (a combine whose result does not depend on the
-        order: max, min, integer sums, argmax) as a balanced tree of neighbours, so no combine waits on a chain.
+        them (so float sums round as its do); with `tree` (argmax's pairs) as a balanced tree of neighbours.
         `ordered`: each lane pair combines (lower lane's, upper lane's), so every lane computes the same
         result even for a combine that is not commutative bit for bit (Welford's, in floating point).
         `seq`, if given, combines a thread's registers instead of `fn`: everything folded into its second
