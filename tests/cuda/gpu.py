@@ -4,7 +4,9 @@ tests skip with that reason."""
 
 from __future__ import annotations
 
+import importlib.util
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +26,17 @@ def gpu_reason() -> str | None:
     except ImportError:
         return "cuda-python is not installed"
     return None
+
+
+def triton_module(src: str, folder: Path, name: str):
+    """`src` imported as module `name` from a file in `folder`: Triton's jit reads a kernel's source from
+    its file, so the tests that run Triton itself as the reference write it out first."""
+    path = folder / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def to_device(a):

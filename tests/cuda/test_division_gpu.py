@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from tests.cuda.gpu import gpu_reason
+from tests.cuda.gpu import gpu_reason, triton_module
 from tests.cuda.test_division import SRC
 from tilec import client
 
@@ -19,12 +19,7 @@ pytestmark = [
 
 
 def _triton_kernel(tmp_path):
-    path = tmp_path / "quot_kernels.py"
-    path.write_text(SRC)
-    spec = importlib.util.spec_from_file_location("quot_kernels", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.quot
+    return triton_module(SRC, tmp_path, "quot_kernels").quot
 
 
 def _operands(dtype):
@@ -79,11 +74,7 @@ def test_math_is_tritons_bits(expr: str, tmp_path) -> None:
     from tests.cuda.test_division import MATH
 
     src = MATH.replace("OP", expr)
-    path = tmp_path / "math_kernel.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("math_kernel", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = triton_module(src, tmp_path, "math_kernel")
     g = torch.Generator(device="cuda").manual_seed(11)
     n = 1 << 16
     x = torch.rand(n, device="cuda", generator=g) * torch.exp2(

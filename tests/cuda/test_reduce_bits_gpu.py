@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from tests.cuda.gpu import gpu_reason
+from tests.cuda.gpu import gpu_reason, triton_module
 from tilec import client
 
 pytestmark = [
@@ -48,12 +48,7 @@ def whole(x_ptr, s_ptr, BLOCK: tl.constexpr):
 
 
 def _triton_module(tmp_path):
-    path = tmp_path / "reduce_kernels.py"
-    path.write_text(SRC)
-    spec = importlib.util.spec_from_file_location("reduce_kernels", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return triton_module(SRC, tmp_path, "reduce_kernels")
 
 
 def _data(shape, seed: int):
