@@ -11,9 +11,7 @@ Usage (GPU machine, repo root, FlagGems' src under .wt/flaggems):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
@@ -22,8 +20,9 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graph_time  # noqa: E402
 from static_compare import _cases  # noqa: E402
+from t03_variants import parse_variants, source_module  # noqa: E402
 
-from tilec.compiler.artifact import CompileOptions, CudaOptions  # noqa: E402
+from tilec.compiler.artifact import CompileOptions  # noqa: E402
 from tilec.compiler.pipeline import compile_kernel  # noqa: E402
 from tilec.runtime.cuda import launch  # noqa: E402
 from tilec.runtime.launch import specialise  # noqa: E402
@@ -39,15 +38,8 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=4096)
     ns = ap.parse_args()
     src, name, _sig, consts, _div, warps, stages, _ones = _cases(Path(ns.flaggems))["argmax_fg"]
-    path = Path(tempfile.mkdtemp()) / "fg_argmax.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    variants = {"default": CudaOptions()}
-    for v in [v for v in ns.variants.split(";") if v]:
-        fields = dict(kv.split("=") for kv in v.split(","))
-        variants[v] = CudaOptions(**{k: type(getattr(CudaOptions(), k))(int(x)) for k, x in fields.items()})
+    mod = source_module(src, "fg_argmax")
+    variants = parse_variants(ns.variants)
     m, n = ns.rows, ns.cols
     torch.manual_seed(0)
     x = torch.randn((m, n), device="cuda")

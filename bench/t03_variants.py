@@ -33,6 +33,27 @@ CONFIGS = [(128, 128, 32, 4, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128,
 SIZES = [768, 1280, 4096]
 
 
+def source_module(src: str, name: str):
+    """`src` imported as module `name` from a file of its own (Triton reads a kernel's source from its file)."""
+    import importlib.util
+
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def parse_variants(text: str) -> dict[str, CudaOptions]:
+    """'field=int,...;...' -> {label: CudaOptions}, the defaults first as 'default'."""
+    variants = {"default": CudaOptions()}
+    for v in [v for v in text.split(";") if v]:
+        fields = dict(kv.split("=") for kv in v.split(","))
+        variants[v] = CudaOptions(**{k: type(getattr(CudaOptions(), k))(int(x)) for k, x in fields.items()})
+    return variants
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorial", nargs="?", default=".wt/tutorials/03-matrix-multiplication.py")
@@ -49,17 +70,8 @@ def main() -> None:
                for c in ns.configs.split(",") if c] or CONFIGS  # fmt: skip
     sizes = [int(x) for x in ns.sizes.split(",") if x] or SIZES
     src = tutorial03_source(Path(ns.tutorial))
-    path = Path(tempfile.mkdtemp()) / "t03_kernel.py"  # Triton reads a kernel's source from its file
-    path.write_text(src)
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    variants = {"default": CudaOptions()}
-    for v in [v for v in ns.variants.split(";") if v]:
-        fields = dict(kv.split("=") for kv in v.split(","))
-        variants[v] = CudaOptions(**{k: type(getattr(CudaOptions(), k))(int(x)) for k, x in fields.items()})
+    mod = source_module(src, "t03_kernel")
+    variants = parse_variants(ns.variants)
     print(
         f"{'n':>5s} {'config':18s} {'Triton us':>9s} "
         + " ".join(f"{k[:26]:>26s}" for k in variants)
