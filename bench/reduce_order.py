@@ -9,7 +9,6 @@ they differ.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import sys
 import tempfile
@@ -20,29 +19,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.cuda.test_reduce_bits_gpu import SRC  # noqa: E402
 
-
-def _tilec(block: int, warps: int) -> str:
-    from tilec.compiler.artifact import CompileOptions
-    from tilec.compiler.pipeline import compile_kernel
-
-    return compile_kernel(SRC, "whole", signature={"x_ptr": "*fp32", "s_ptr": "*fp32"}, constexprs={"BLOCK": block},
-                          hints={"x_ptr": {"divisibility": 16}, "s_ptr": {"divisibility": 16}},
-                          options=CompileOptions(target="cuda:sm_90", num_warps=warps), emit="ptx").ptx  # fmt: skip
+sys.path.insert(0, str(ROOT / "bench"))
+from static_compare import _tilec_ptx, _triton_ptx  # noqa: E402
 
 
-def _triton(block: int, warps: int) -> str:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    path = Path(tempfile.mkdtemp()) / "reduce_kernels.py"
-    path.write_text(SRC)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-    src = ASTSource(mod.whole, {"x_ptr": "*fp32", "s_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": block}, attrs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+def _case(block: int, warps: int) -> tuple:
+    """The 1-D sum as a bench/static_compare.py case, built by its two compile helpers."""
+    return (SRC, "whole", {"x_ptr": "*fp32", "s_ptr": "*fp32"}, {"BLOCK": block}, ["x_ptr", "s_ptr"], warps, 3)
 
 
 def main() -> None:
@@ -52,7 +35,9 @@ def main() -> None:
     args = ap.parse_args()
     import triton
 
-    for side, ptx in (("triton " + triton.__version__, _triton(args.block, args.warps)), ("tilec", _tilec(args.block, args.warps))):
+    case = _case(args.block, args.warps)
+    sides = (("triton " + triton.__version__, _triton_ptx(case, Path(tempfile.mkdtemp()))), ("tilec", _tilec_ptx(case)))
+    for side, ptx in sides:
         adds = re.findall(r"add\.f32\s+(%r\d+), (%r\d+), (%r\d+);", ptx)
         shfl = re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, (\d+),", ptx)
         print(f"{side}: {len(adds)} adds; shuffle offsets {shfl}")
