@@ -55,8 +55,12 @@ class CudaOptions:
     issue_after_last_dot: bool = True  # a loop of several wgmma dots issues its copies after the last one's group
     mma_in_flight_across: bool = True  # ...whose group may stay in flight into the next iteration
     uniform_warp: bool = True  # the warp index read back through shfl.sync.idx (uniform registers)
+    coords_from_tid: bool = True  # a thread coordinate that lane bits feed computed from tid.x in fields; off: bit by bit from lane and warp
     uniform_advance_offset: bool = True  # a pipelined loop's uniformly advanced address tile: bases plus one hidden offset
     zero_fill_past_end: bool = False  # a pipelined loop's copies past its last iteration copy 0 bytes, unpredicated
+    refill_barrier: bool = False  # one warpgroup's wgmma ring refilled behind a block sync too (Triton's), not its wait alone
+    commit_per_load: bool = False  # a pipelined loop's cp.async copies committed one group per load (Triton's), not per stage
+    rings_apart: bool = False  # each pipelined load's slots in a region of their own (Triton's), not one stage after another
     prefetch_regs: int = 0  # gpu-prefetch: registers a thread the tiles beyond the next may take (0: one ahead)
     mma_ring_late: bool = True  # mma.sync rings: num_stages - 1 slots refilled after the dots; off: num_stages, before
     mma_ring_pad: int = 16  # bytes after each row of an mma.sync ring tile not swizzled (ldmatrix rows in distinct banks)

@@ -89,6 +89,7 @@ class SimBlock(ReduceLowering, ScanLowering, SortLowering, MemoryLowering):
 
     # the lowering's own: a thread's coordinates from its lane and warp bits, the registers that are not copies
     thread_coord = CudaLowering.thread_coord
+    _coord_from_tid = CudaLowering._coord_from_tid
     unique_regs = CudaLowering.unique_regs
     owner_pred = CudaLowering.owner_pred
 

@@ -41,9 +41,11 @@ def build(cuda: CudaOptions):
                           options=CompileOptions(target="cuda:sm_90", cuda=cuda), emit="cubin")  # fmt: skip
 
 
-@pytest.mark.parametrize("field", ["fp_fusion", "ex2_ftz", "uniform_warp"])
+@pytest.mark.parametrize("field", ["fp_fusion", "ex2_ftz", "uniform_warp", "coords_from_tid"])
 def test_two_option_values_two_keys_two_binaries(field: str) -> None:
-    on, off = CudaOptions(), CudaOptions(**{field: False})
+    # the kernel reads the warp index only for its coordinate, which by default comes from tid.x itself
+    base = CudaOptions(coords_from_tid=False) if field == "uniform_warp" else CudaOptions()
+    on, off = base, dataclasses.replace(base, **{field: False})
     assert (
         CompileOptions(target="cuda:sm_90", cuda=on).stable_hash()
         != CompileOptions(target="cuda:sm_90", cuda=off).stable_hash()
@@ -220,3 +222,42 @@ def test_the_mma_sync_ring_swizzle_and_pad_set_its_tiles() -> None:
     assert 3 * (64 * 64 + 32 * 128) <= shared["pad0"] < 3 * (64 * 80 + 32 * 144)
     assert "xor.b32" not in loops["swizzled"] and loops["swizzled"].count("ldmatrix") == loops["pad16"].count("ldmatrix")
     assert loops["swizzled"] != loops["pad16"]
+
+
+def test_the_wgmma_ring_options_set_its_syncs_groups_and_regions() -> None:
+    """One warpgroup's wgmma ring (A 64 x 32 and B 32 x 64 halves, 4 KiB each, 3 slots): by default the
+    refill follows the wgmma wait alone, a stage's copies are one commit group, and a slot holds A then B
+    (8 KiB apart). refill_barrier puts a bar.sync before the refill; commit_per_load commits each load's
+    copies as a group (twice the groups, the wait counts doubled); rings_apart gives each load its own region
+    (slots 4 KiB apart), in the same shared bytes."""
+
+    def loop(cuda: CudaOptions) -> tuple[list[str], list[str], int]:
+        art = _pipelined(cuda)
+        body = art.ptx[art.ptx.index("cp.async.wait_group") : art.ptx.rindex("cp.async.wait_group 0;")]
+        order = re.findall(r"bar\.sync|wgmma\.wait_group\.sync\.aligned \d|cp\.async\.cg|cp\.async\.commit_group", body)
+        strides = re.findall(r"shl\.b32\s+%r\d+, %r\d+, (1[23]);", body)
+        return order, strides, art.metadata["shared_bytes"]
+
+    order, strides, shared = loop(CudaOptions())
+    copies = ["cp.async.cg"] * 4
+    assert order == ["bar.sync", "wgmma.wait_group.sync.aligned 1", *copies, "cp.async.commit_group"]
+    assert set(strides) == {"13"} and shared == 3 * 8192
+    order = loop(CudaOptions(refill_barrier=True))[0]
+    assert order == ["bar.sync", "wgmma.wait_group.sync.aligned 1", "bar.sync", *copies, "cp.async.commit_group"]
+    order = loop(CudaOptions(commit_per_load=True))[0]
+    assert order == ["bar.sync", "wgmma.wait_group.sync.aligned 1", *copies[:2], "cp.async.commit_group",
+                     *copies[2:], "cp.async.commit_group"]  # fmt: skip
+    assert "cp.async.wait_group 2;" in _pipelined(CudaOptions(commit_per_load=True)).ptx
+    _, strides, shared = loop(CudaOptions(rings_apart=True))
+    assert set(strides) == {"12"} and shared == 3 * 8192
+
+
+def test_a_thread_coordinate_fed_by_lanes_comes_from_tid() -> None:
+    """A 1-D tile over 4 warps: element i of thread t is at t; by default the address is built from tid.x
+    alone (Triton's way), without the warp index's shfl.sync.idx before the first load; coords_from_tid=False
+    builds it bit by bit from the lane and the warp index read back through the shuffle."""
+    for cuda, shuffled in ((CudaOptions(), False), (CudaOptions(coords_from_tid=False), True)):
+        ptx = build(cuda).ptx
+        head = ptx[ptx.index("%tid.x") : ptx.index("ld.global")]
+        assert ("shfl.sync.idx" in head) == shuffled
+        assert (head.count("or.b32") == 0) != shuffled

@@ -53,6 +53,17 @@ def test_conversions_through_shared_memory_move_every_element(shape: tuple, nw: 
             np.testing.assert_array_equal(gather(dst, out, nw, shape), tile, err_msg=f"{src} -> {dst}")
 
 
+@pytest.mark.parametrize("shape,nw", CONVERSIONS)
+def test_coordinates_from_tid_match_the_bitwise_ones(shape: tuple, nw: int) -> None:
+    """CudaOptions.coords_from_tid builds a coordinate that lanes feed from tid.x in fields; every thread gets
+    the coordinate the lane and warp bits give one by one, on every layout."""
+    for lay in _layouts(shape, nw):
+        fields, bitwise = SimBlock(nw), SimBlock(nw)
+        bitwise.cg = CudaOptions(coords_from_tid=False)
+        for got, want in zip(fields.thread_coord(lay), bitwise.thread_coord(lay), strict=True):
+            np.testing.assert_array_equal(fields.b.v(got), bitwise.b.v(want), err_msg=str(lay))
+
+
 def test_an_mma_accumulator_written_back_in_rows_uses_vector_reads() -> None:
     nw, shape = 4, (128, 128)
     acc = wgmma_layout(shape, WgmmaSpec("f16", 1, 1, 2, 128), nw)

@@ -92,9 +92,7 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         self.smem_ptr = self.smem
         tid = self._sreg(self.pb, "tid.x")
         self.lane = self.pb.and_(tid, ir.Constant(ops.I32, 31))
-        self.warp = self.pb.lshr(tid, ir.Constant(ops.I32, 5))
-        if self.cg.uniform_warp:
-            self.warp = self._uniform(self.warp)
+        self._warp = None
         self.tid = tid
         for p, a, la in zip(self.src.params, self.src.args, self.fn.args, strict=False):
             self.scopes[0][(a, None)] = self._param_value(p.type, la)
@@ -125,6 +123,17 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         if t.bits < 32:
             return self.b.trunc(v, ops.reg_type(t))
         return v
+
+    @property
+    def warp(self):
+        """The warp index (i32), made in the prologue where first asked for (a kernel whose coordinates all
+        come from tid.x needs none): with CudaOptions.uniform_warp read back through shfl.sync.idx, so ptxas
+        knows it warp-uniform."""
+        if self._warp is None:
+            self._warp = self.pb.lshr(self.tid, ir.Constant(ops.I32, 5))
+            if self.cg.uniform_warp:
+                self._warp = self._uniform(self._warp)
+        return self._warp
 
     def _uniform(self, v):
         """`v` (i32, the same in every lane of a warp) read back from lane 0 by shfl.sync.idx: ptxas then
@@ -221,15 +230,37 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         b = self.pb
         out = []
         for d in range(len(lay.shape)):
+            if self.cg.coords_from_tid and any(basis[d] for basis in lay.lane):
+                out.append(self._coord_from_tid([basis[d] for basis in (*lay.lane, *lay.warp)]))
+                continue
             acc = ir.Constant(ops.I32, 0)
-            for src, bases in ((self.lane, lay.lane), (self.warp, lay.warp)):
+            for src, bases in (("lane", lay.lane), ("warp", lay.warp)):
                 for i, basis in enumerate(bases):
                     if basis[d]:
-                        bit = b.and_(b.lshr(src, ir.Constant(ops.I32, i)), ir.Constant(ops.I32, 1))
+                        bit = b.and_(b.lshr(getattr(self, src), ir.Constant(ops.I32, i)), ir.Constant(ops.I32, 1))
                         acc = b.or_(acc, b.shl(bit, ir.Constant(ops.I32, log2(basis[d]))))
             out.append(acc)
         self._thread_coords[lay] = out
         return out
+
+    def _coord_from_tid(self, parts: list[int]):
+        """A coordinate that lane bits feed, from the thread index itself: `parts[t]` is what bit t of tid.x
+        (lane bits, then warp bits) adds. Bits that land on consecutive powers of two in order are one field
+        ((tid >> t) & mask) << p, as Triton's layouts compute it: no warp index (shfl.sync.idx) on the way to
+        the first load, and a few instructions for what was a shift, mask and or per bit. Not warp-uniform
+        anyway, since lane bits feed it."""
+        b, acc, t = self.pb, ir.Constant(ops.I32, 0), 0
+        while t < len(parts):
+            if not parts[t]:
+                t += 1
+                continue
+            n = 1
+            while t + n < len(parts) and parts[t + n] == parts[t] << n:
+                n += 1
+            field = b.and_(b.lshr(self.tid, ir.Constant(ops.I32, t)), ir.Constant(ops.I32, (1 << n) - 1))
+            acc = b.or_(acc, b.shl(field, ir.Constant(ops.I32, log2(parts[t]))))
+            t += n
+        return acc
 
     def owner_pred(self, lay: Layout):
         """True in the one thread of each group that holds replicated copies (zero lane/warp bases)."""
@@ -237,9 +268,9 @@ class CudaLowering(ControlLowering, MiscLowering, PipelineLowering, TmaLowering,
         mask_w = sum(1 << i for i, bs in enumerate(lay.warp) if not any(bs))
         pred = ir.Constant(ops.I1, 1)
         b = self.pb
-        for src, m in ((self.lane, mask_l), (self.warp, mask_w)):
-            if m:
-                z = b.icmp_unsigned("==", b.and_(src, ir.Constant(ops.I32, m)), ir.Constant(ops.I32, 0))
+        for src, m in (("lane", mask_l), ("warp", mask_w)):
+            if m:  # the warp index made only where a warp bit is replicated
+                z = b.icmp_unsigned("==", b.and_(getattr(self, src), ir.Constant(ops.I32, m)), ir.Constant(ops.I32, 0))
                 pred = b.and_(pred, z)
         return pred
 

@@ -64,8 +64,20 @@ class PipelineLowering:
             return None
         pipe, pl = got
         slot, ring_base = self._rings[pipe.loop]
-        base = self.b.add(self.b.mul(slot, _c(pipe.stage_bytes)), _c(ring_base + pl.offset))
+        base = self.b.add(self._slot_start(pipe, pl, slot, ring_base), _c(pl.offset))
         return self.b.add(self.pb.ptrtoint(self.smem, ops.I32), base), pl
+
+    def _apart(self, pipe: LoopPipeline) -> bool:
+        return self.cg.rings_apart and not any(pl.load in self.tma for pl in pipe.loads)
+
+    def _slot_start(self, pipe: LoopPipeline, pl: PipeLoad, slot, ring_base: int):
+        """Where `slot` of the ring begins for `pl`, less pl.offset (i32, from the shared base): stage after stage,
+        each holding every load's tile at its offset; or, with CudaOptions.rings_apart, each load's slots in
+        a region of their own (the same bytes in all: the region of the load at offset o starts at S * o)."""
+        if not self._apart(pipe):
+            return self.b.add(self.b.mul(slot, _c(pipe.stage_bytes)), _c(ring_base))
+        span = min((q.offset for q in pipe.loads if q.offset > pl.offset), default=pipe.stage_bytes) - pl.offset
+        return self.b.add(self.b.mul(slot, _c(span)), _c(ring_base + (pipe.stages - 1) * pl.offset))
 
     # ---- instructions --------------------------------------------------------------------------
 
@@ -119,9 +131,11 @@ class PipelineLowering:
         """cp.async the planned loads of the iteration whose values the current scope holds into `slot`."""
         bld, pb = self.b, self.pb
         smem = pb.ptrtoint(self.smem, ops.I32)
-        stage = bld.add(smem, bld.add(bld.mul(slot, _c(pipe.stage_bytes)), _c(ring_base)))
         self.tma_expect(pipe, slot, valid)
         for pl in pipe.loads:
+            stage = bld.add(smem, self._slot_start(pipe, pl, slot, ring_base))
+            if self.cg.commit_per_load and pl is not pipe.loads[0]:
+                self.cp_commit()  # the group of the load before (the last one's, by the caller)
             if pl.load in self.tma:  # a host descriptor's box: one TMA copy per swizzle block (tma.py)
                 self.tma_copy(pipe, pl, stage, slot, valid)
                 continue
@@ -272,7 +286,7 @@ class PipelineLowering:
                       for adv, entry, ps in zip(advs, state[1], f_phis, strict=True)]  # fmt: skip
             self.scopes.append({})
             self._unflat([iv, *phis], body.args, [None, *lays])
-            self.cp_wait(pipe.ahead - 1)
+            self.cp_wait((pipe.ahead - 1) * (len(pipe.loads) if self.cg.commit_per_load else 1))
             self.tma_wait(pipe, slot, iv, lb, step)
             if any(isinstance(self.plan.mma.get(pl.dot), WgmmaSpec) for pl in pipe.loads):
                 self.fence_async_shared()

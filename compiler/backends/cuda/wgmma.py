@@ -113,7 +113,7 @@ class WgmmaLowering:
         pending = self._pending.get(op, 0)
         if pending and issue is not None:
             acc = self.wgmma_wait(acc, pending)  # the previous group is done: its slot may be refilled...
-            if self.num_warps > 4:
+            if self.num_warps > 4 or self.cg.refill_barrier:
                 self.barrier()  # ...once every warpgroup's is
             issue()
             self.define(op.result, lay, acc)
