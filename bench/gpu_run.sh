@@ -209,6 +209,23 @@ if [ "$stage" = coords ]; then
   [ "$(left)" -gt 100 ] && timeout "$(left)" python3 bench/speed.py --budget-s $(( $(left) - 40 )) ${CD_SPEED_ONLY:+--only "$CD_SPEED_ONLY"} \
     --json "$OUT/speed.json" 2>&1 | grep -v -i warn | tee "$OUT/speed.log" | tail -34
 fi
+if [ "$stage" = trees ]; then
+  # a codegen default changed: GPU tests (TR_TESTS, pytest arguments), then the speed-table rows whose names hold
+  # TR_ONLY's substrings (';' between) on this tree and on .wt/old (the tree before, `git archive`; carry .wt),
+  # TR_ROUNDS times in turn, each with a cache of its own; then tutorial 03's configs under TV_VARIANTS
+  [ -n "${TR_TESTS:-}" ] && timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore $TR_TESTS 2>&1 \
+    | tee "$OUT/tests.log" | tail -4
+  for round in $(seq "${TR_ROUNDS:-1}"); do
+    for tree in . .wt/old; do
+      (cd "$tree" && TILEC_CACHE_DIR=$(mktemp -d) PYTHONPATH=$PWD:${PYTHONPATH#$OLDPWD:} timeout 150 python3 bench/speed.py \
+        --only "${TR_ONLY:-matmul}" --budget-s 120 2>&1 | grep -v -i warn | grep -E "^(kernel|[a-z].* [0-9]\.[0-9]{4} )" \
+        | sed "s/^/$([ "$tree" = . ] && echo new || echo old) /" | tee -a "$OUT/trees.log")
+    done
+  done
+  [ -n "${TV_VARIANTS:-}" ] && timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py \
+    --variants "$TV_VARIANTS" ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
+    | grep -v -i warn | tee "$OUT/t03_variants.log"
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left

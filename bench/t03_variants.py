@@ -3,7 +3,7 @@ tilec's builds under codegen variants (CudaOptions fields), each launched alone 
 replay, best of 5: kernels only, L2 warm), outputs checked against torch. Says whether a codegen change moves a
 config's per-iteration time, before the tutorial's own benchmark does.
 
-Usage (GPU machine, repo root): python3 bench/t03_variants.py [TUTORIAL_03] [--variants uniform_advance_offset=0]
+Usage (GPU machine, repo root): python3 bench/t03_variants.py [TUTORIAL_03] [--variants uniform_advance_offset=1]
 [--configs 64x32x32:w2:s5,...] [--sizes 1280,4096] [--target cuda:sm_80]
 """
 
@@ -58,7 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorial", nargs="?", default=".wt/tutorials/03-matrix-multiplication.py")
     ap.add_argument(
-        "--variants", default="uniform_advance_offset=0", help="name:field=0|1,...; ';' between variants"
+        "--variants", default="uniform_advance_offset=1", help="name:field=0|1,...; ';' between variants"
     )
     ap.add_argument(
         "--configs", default="", help="BMxBNxBK:wW:sS,... in place of the default configs (e.g. 64x32x32:w2:s5)"

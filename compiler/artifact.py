@@ -56,7 +56,7 @@ class CudaOptions:
     mma_in_flight_across: bool = True  # ...whose group may stay in flight into the next iteration
     uniform_warp: bool = True  # the warp index read back through shfl.sync.idx (uniform registers)
     coords_from_tid: bool = True  # a thread coordinate that lane bits feed computed from tid.x in fields; off: bit by bit from lane and warp
-    uniform_advance_offset: bool = True  # a pipelined loop's uniformly advanced address tile: bases plus one hidden offset
+    uniform_advance_offset: bool = False  # a pipelined loop's uniformly advanced address tile as bases plus one hidden offset; off: LLVM's carried pointers
     zero_fill_past_end: bool = False  # a pipelined loop's copies past its last iteration copy 0 bytes, unpredicated
     refill_barrier: bool = False  # one warpgroup's wgmma ring refilled behind a block sync too (Triton's), not its wait alone
     commit_per_load: bool = False  # a pipelined loop's cp.async copies committed one group per load (Triton's), not per stage

@@ -170,14 +170,15 @@ def _pipelined(cuda: CudaOptions):
 
 
 def test_the_pipelined_loops_copy_options_change_its_copies() -> None:
-    """The A tile advances by a constant: by default its copies are bases plus one offset carried through an
-    identity asm (so LLVM keeps one); uniform_advance_offset=False leaves it to LLVM. Copies past the loop's
-    end are predicated off by default; zero_fill_past_end=True issues them unpredicated with 0 bytes."""
+    """The A tile advances by a constant: by default LLVM carries its pointers (one per copy, as Triton's);
+    uniform_advance_offset=True makes its copies bases plus one offset carried through an identity asm (so
+    LLVM keeps one). Copies past the loop's end are predicated off by default; zero_fill_past_end=True
+    issues them unpredicated with 0 bytes."""
     identity = "mov.b64 $0, $1;"
     base = _pipelined(CudaOptions())
-    assert identity in base.llir and re.search(r"@%p\d+ cp\.async", base.ptx)
-    no_offset = _pipelined(CudaOptions(uniform_advance_offset=False))
-    assert identity not in no_offset.llir and no_offset.ptx != base.ptx
+    assert identity not in base.llir and re.search(r"@%p\d+ cp\.async", base.ptx)
+    offset = _pipelined(CudaOptions(uniform_advance_offset=True))
+    assert identity in offset.llir and offset.ptx != base.ptx
     filled = _pipelined(CudaOptions(zero_fill_past_end=True)).ptx
     assert "cp.async.cg" in filled and not re.search(r"@%p\d+ cp\.async", filled)
 
