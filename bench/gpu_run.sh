@@ -226,6 +226,14 @@ if [ "$stage" = trees ]; then
     --variants "$TV_VARIANTS" ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
     | grep -v -i warn | tee "$OUT/t03_variants.log"
 fi
+if [ "$stage" = bmm_variants ]; then
+  # FlagGems' bmm kernel at each config of its tuning list, Triton against tilec's codegen variants
+  # (bench/bmm_variants.py, BV_VARIANTS; carry .wt/flaggems), then tutorial 03's configs under TV_VARIANTS
+  timeout 240 python3 bench/bmm_variants.py ${BV_VARIANTS:+--variants "$BV_VARIANTS"} 2>&1 | grep -v -i warn | tee "$OUT/bmm_variants.log"
+  [ -n "${TV_VARIANTS:-}" ] && timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py \
+    --variants "$TV_VARIANTS" ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
+    | grep -v -i warn | tee "$OUT/t03_variants.log"
+fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
   # .wt/tutorials), then with SPEED=1 the speed table in the time left
