@@ -20,12 +20,9 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graph_time  # noqa: E402
 from static_compare import _function_source  # noqa: E402
-from t03_variants import parse_variants, source_module  # noqa: E402
+from t03_variants import parse_variants, source_module, variant_cell  # noqa: E402
 
 from tilec.compiler.artifact import CompileOptions  # noqa: E402
-from tilec.compiler.pipeline import compile_kernel  # noqa: E402
-from tilec.runtime.cuda import launch  # noqa: E402
-from tilec.runtime.launch import specialise  # noqa: E402
 
 NAMES = ["A", "B", "O", "M", "N", "K"]
 # FlagGems' tuning list for bmm on NVIDIA (runtime/backend/_nvidia/tune_configs.yaml): TILE_K 32, 4 warps
@@ -60,23 +57,9 @@ def main() -> None:
         tri()
         torch.testing.assert_close(out, ref, atol=0.5, rtol=0.02)
         t_tri = graph_time.graph_us(tri, replays=5, best=True)
-        cells = []
-        for opts in variants.values():
-            specs = {nm: specialise(nm, v) for nm, v in zip(NAMES, args, strict=True)}
-            art = compile_kernel(src, "bmm_kernel", signature={nm: s.type for nm, s in specs.items()}, constexprs=consts,
-                                 hints={nm: dict(s.hints) for nm, s in specs.items() if s.hints},
-                                 options=CompileOptions(target="cuda:sm_90", num_warps=4, num_stages=st, cuda=opts),
-                                 emit="cubin")  # fmt: skip
-            out.zero_()
-
-            def til(art=art, grid=grid, args=args) -> None:
-                launch(art, args, grid)
-
-            til()
-            torch.cuda.synchronize()
-            ok = torch.allclose(out.float(), ref.float(), atol=0.5, rtol=0.02)
-            t = graph_time.graph_us(til, replays=5, best=True)
-            cells.append(f"{t:7.2f} {t_tri / t:5.2f} r{int(art.metadata['registers']):3d}{'' if ok else ' WRONG'}")
+        cells = [variant_cell(src, "bmm_kernel", dict(zip(NAMES, args, strict=True)), consts, grid,
+                              CompileOptions(target="cuda:sm_90", num_warps=4, num_stages=st, cuda=opts), out, ref,
+                              0.5, t_tri) for opts in variants.values()]  # fmt: skip
         print(f"{f'{tm}x{tn}x32 g{gm} w4 s{st}':22s} {t_tri:9.2f} " + " ".join(f"{x:>26s}" for x in cells), flush=True)
 
 

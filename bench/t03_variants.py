@@ -54,6 +54,27 @@ def parse_variants(text: str) -> dict[str, CudaOptions]:
     return variants
 
 
+def variant_cell(src: str, name: str, args: dict, consts: dict, grid: tuple, options: CompileOptions, out, ref,
+                 atol: float, t_tri: float) -> str:
+    """tilec's build of `name` under `options`, launched on `args` (name -> value; `out` is among them) into `out`,
+    checked against `ref`, timed in CUDA graphs: 'us ratio-to-Triton registers' (WRONG where it is)."""
+    specs = {nm: specialise(nm, v) for nm, v in args.items()}
+    art = compile_kernel(src, name, signature={nm: s.type for nm, s in specs.items()}, constexprs=consts,
+                         hints={nm: dict(s.hints) for nm, s in specs.items() if s.hints}, options=options,
+                         emit="cubin")  # fmt: skip
+    out.zero_()
+    values = list(args.values())
+
+    def til() -> None:
+        launch(art, values, grid)
+
+    til()
+    torch.cuda.synchronize()
+    ok = torch.allclose(out.float(), ref.float(), atol=atol, rtol=0.02)
+    t = graph_time.graph_us(til, replays=5, best=True)
+    return f"{t:7.2f} {t_tri / t:5.2f} r{int(art.metadata['registers']):3d}{'' if ok else ' WRONG'}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorial", nargs="?", default=".wt/tutorials/03-matrix-multiplication.py")
@@ -104,25 +125,9 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001 - a config Triton cannot build (shared memory) is shown as such
                 print(f"{n:5d} {bm}x{bn}x{bk} w{w} s{st}: Triton {type(exc).__name__}")
                 continue
-            cells = []
-            for opts in variants.values():
-                specs = {nm: specialise(nm, v) for nm, v in zip(NAMES, args, strict=True)}
-                art = compile_kernel(src, "matmul_kernel", signature={nm: s.type for nm, s in specs.items()},
-                                     constexprs=consts, hints={nm: dict(s.hints) for nm, s in specs.items() if s.hints},
-                                     options=CompileOptions(target=ns.target, num_warps=w, num_stages=st, cuda=opts),
-                                     emit="cubin")  # fmt: skip
-                c.zero_()
-
-                def til(art=art, grid=grid, args=args) -> None:
-                    launch(art, args, grid)
-
-                til()
-                torch.cuda.synchronize()
-                ok = torch.allclose(c.float(), ref.float(), atol=0.25, rtol=0.02)
-                t = graph_time.graph_us(til, replays=5, best=True)
-                cells.append(
-                    f"{t:7.2f} {t_tri / t:5.2f} r{int(art.metadata['registers']):3d}{'' if ok else ' WRONG'}"
-                )
+            cells = [variant_cell(src, "matmul_kernel", dict(zip(NAMES, args, strict=True)), consts, grid,
+                                  CompileOptions(target=ns.target, num_warps=w, num_stages=st, cuda=opts), c, ref,
+                                  0.25, t_tri) for opts in variants.values()]  # fmt: skip
             print(f"{n:5d} {f'{bm}x{bn}x{bk} w{w} s{st}':18s} {t_tri:9.2f} " + " ".join(f"{x:>26s}" for x in cells),
                   flush=True)  # fmt: skip
 
