@@ -13,6 +13,13 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 python3 -c 'import torch, triton, llvmlite, cuda.bindings as cb; print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, llvmlite.__version__, cb.__version__)'
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 # a `tilec` command for the steps that run it (zero_jit's pull), as an installed package would have
+# tutorial 03's configs under TV_VARIANTS (bench/t03_variants.py, with TV_CONFIGS and TV_SIZES; carry .wt/tutorials),
+# where TV_VARIANTS is set: the stages that time a codegen change end with it
+tv_variants() {
+  [ -n "${TV_VARIANTS:-}" ] || return 0
+  timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py --variants "$TV_VARIANTS" \
+    ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 | grep -v -i warn | tee "$OUT/t03_variants.log"
+}
 tilec_command() { mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 -m tilec "$@"\n' > /tmp/bin/tilec && chmod +x /tmp/bin/tilec; }
 if [ "$stage" = all ] || [ "$stage" = tests ]; then
   timeout 420 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore \
@@ -197,9 +204,7 @@ if [ "$stage" = coords ]; then
     tests/cuda/test_gpu_every_op.py tests/cuda/test_attention.py tests/cuda/test_wgmma.py tests/cuda/test_pipeline.py \
     tests/cuda/test_mma.py tests/cuda/test_scan_parallel.py tests/cuda/test_sort_gather.py tests/cuda/test_reduce_bits_gpu.py \
     tests/cuda/test_tma.py tests/cuda/test_gpu_dot_types.py ${CD_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -8
-  [ -n "${TV_VARIANTS:-}" ] && timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py \
-    --variants "$TV_VARIANTS" ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
-    | grep -v -i warn | tee "$OUT/t03_variants.log"
+  tv_variants
   for tree in . .wt/old; do
     [ -d "$tree/compiler" ] && [ -d .wt/flaggems/src ] && [ "$(left)" -gt 60 ] && (cd "$tree" && \
       TILEC_CACHE_DIR=$(mktemp -d) PYTHONPATH=$PWD:$OLDPWD/.wt/flaggems/src:${PYTHONPATH#$OLDPWD:} timeout "$(( $(left) < 150 ? $(left) : 150 ))" \
@@ -211,7 +216,7 @@ if [ "$stage" = coords ]; then
 fi
 if [ "$stage" = trees ]; then
   # a codegen default changed: GPU tests (TR_TESTS, pytest arguments), then the speed-table rows whose names hold
-  # TR_ONLY's substrings (';' between) on this tree and on .wt/old (the tree before, `git archive`; carry .wt),
+  # TR_ONLY (default matmul) on this tree and on .wt/old (the tree before, `git archive`; carry .wt),
   # TR_ROUNDS times in turn, each with a cache of its own; then tutorial 03's configs under TV_VARIANTS
   [ -n "${TR_TESTS:-}" ] && timeout 200 python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore $TR_TESTS 2>&1 \
     | tee "$OUT/tests.log" | tail -4
@@ -222,17 +227,13 @@ if [ "$stage" = trees ]; then
         | sed "s/^/$([ "$tree" = . ] && echo new || echo old) /" | tee -a "$OUT/trees.log")
     done
   done
-  [ -n "${TV_VARIANTS:-}" ] && timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py \
-    --variants "$TV_VARIANTS" ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
-    | grep -v -i warn | tee "$OUT/t03_variants.log"
+  tv_variants
 fi
 if [ "$stage" = bmm_variants ]; then
   # FlagGems' bmm kernel at each config of its tuning list, Triton against tilec's codegen variants
   # (bench/bmm_variants.py, BV_VARIANTS; carry .wt/flaggems), then tutorial 03's configs under TV_VARIANTS
   timeout 240 python3 bench/bmm_variants.py ${BV_VARIANTS:+--variants "$BV_VARIANTS"} 2>&1 | grep -v -i warn | tee "$OUT/bmm_variants.log"
-  [ -n "${TV_VARIANTS:-}" ] && timeout 200 python3 bench/t03_variants.py .wt/tutorials/03-matrix-multiplication.py \
-    --variants "$TV_VARIANTS" ${TV_CONFIGS:+--configs "$TV_CONFIGS"} ${TV_SIZES:+--sizes "$TV_SIZES"} 2>&1 \
-    | grep -v -i warn | tee "$OUT/t03_variants.log"
+  tv_variants
 fi
 if [ "$stage" = t03_variants ]; then
   # tutorial 03's kernel at fixed configs, Triton against tilec's codegen variants (bench/t03_variants.py; carry
