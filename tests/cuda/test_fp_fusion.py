@@ -54,8 +54,8 @@ def test_bf16_rounds_after_each_op() -> None:
 
 
 def test_warp_index_is_uniform() -> None:
-    """Where the warp index is used (here the coordinates bit by bit; by default they come from tid.x and
-    this kernel needs no warp index at all)."""
+    """A warp index is read back through shfl.sync.idx. This kernel needs one only with its coordinates built
+    bit by bit (coords_from_tid=False); by default they come from tid.x and it makes none."""
     bitwise = CudaOptions(coords_from_tid=False)
     text = build("fp32", bitwise)
     assert re.search(r"shfl\.sync\.idx\.b32\s+%r\d+, %r\d+, 0, 31, -1;", text)
