@@ -202,14 +202,11 @@ class ReduceLowering:
         register equal to it (a chain of selects from the last register back; none equal, all NaN: the
         first). The value is the extreme itself, so of a row's zeros it may carry the other zero's sign."""
         bld = self.b
-        level = list(vals)
-        while len(level) > 1:
-            pairs = [self.combine(kind[3:], e, level[i], level[i + 1], False) for i in range(0, len(level) - 1, 2)]
-            level = pairs + level[len(pairs) * 2 :]
+        top = neighbour_tree(vals, lambda x, y: self.combine(kind[3:], e, x, y, False))
         first = ir.Constant(ops.I32, coords[0])
         for v, c in reversed(list(zip(vals, coords, strict=True))):
-            first = bld.select(bld.fcmp_ordered("==", v, level[0]), ir.Constant(ops.I32, c), first)
-        return level[0], bld.add(tc, first)
+            first = bld.select(bld.fcmp_ordered("==", v, top), ir.Constant(ops.I32, c), first)
+        return top, bld.add(tc, first)
 
     def op_reduce_with(self, op: Operation) -> None:
         axis = op.attrs["axis"]
@@ -290,9 +287,9 @@ class ReduceLowering:
                 out.append(done)
                 continue
             level = [parts[r] for r in group]
-            while len(level) > 1 and tree:
-                pairs = [fn(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-                level = pairs + level[len(pairs) * 2 :]
+            if tree:
+                out.append(neighbour_tree(level, fn))
+                continue
             acc = level[0]
             for p in level[1:]:
                 acc = fn(acc, p)
@@ -367,6 +364,15 @@ class ReduceLowering:
 
 I32_T = ScalarType("i32")
 NAN_MARK = 1 << 30  # added to the index of a float argmax/argmin partial that is all NaN (arg_reduce_values)
+
+
+def neighbour_tree(items: list, fn):
+    """`items` folded as a balanced tree of neighbours: pairs, then pairs of pairs, an odd last one carried up."""
+    level = list(items)
+    while len(level) > 1:
+        pairs = [fn(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = pairs + level[len(pairs) * 2 :]
+    return level[0]
 
 
 def _numel(shape) -> int:
