@@ -1,6 +1,7 @@
 """Where the time of a tutorial's own benchmark call goes, under plain Triton and under the drop-in: Triton's
-tutorials 02 (fused softmax, `softmax(x)`) and 03 (matmul, `matmul(a, b)`, autotuned by Triton's own
-Autotuner over the routed kernel) as published, each side in a process of its own. Per point:
+tutorials 02 (fused softmax, `softmax(x)`), 03 (matmul, `matmul(a, b)`, autotuned by Triton's own
+Autotuner over the routed kernel) and 05 (layer norm's backward, `y.backward(dy)`) as published, each side in a
+process of its own. Per point:
 
 - blocks: the host time of one call made while the GPU is busy (a 20 ms torch.cuda._sleep queued first). A
   call that waits for the GPU takes the sleep's time; one that does not, its own.
@@ -8,6 +9,9 @@ Autotuner over the routed kernel) as published, each side in a process of its ow
 - do_bench: min, median and mean of the per-call times (`return_mode="all"`), L2 cleared before each call, as
   the tutorials' benchmarks take them.
 - graph: the call captured 20 times in a CUDA graph, replayed: the kernels alone, no host time (L2 warm).
+
+DROPIN_ABLATE=1 adds tutorial 02's softmax(x) with one step left out at a time (_ablate); DROPIN_MODES=tilec
+runs one side only.
 
 Usage (GPU machine, repo root): python3 bench/dropin_host.py [TUTORIALS_DIR] [--only 02,03]
 """
@@ -27,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graph_time  # noqa: E402
 from tutorials import load_head  # noqa: E402
 
-POINTS = {"02": [("fp32", 256), ("fp32", 1024)],
+POINTS = {"02": [("fp32", 256), ("fp32", 1024)], "05": [("fp16", 1024), ("fp16", 4096), ("fp16", 7168)],
           "03": [("fp16", 256), ("fp16", 768), ("fp16", 1792), ("fp8", 256), ("fp8", 768), ("fp8", 1280)]}  # fmt: skip
-FILES = {"02": "02-fused-softmax.py", "03": "03-matrix-multiplication.py"}
+FILES = {"02": "02-fused-softmax.py", "03": "03-matrix-multiplication.py", "05": "05-layer-norm.py"}
 
 
 def _call(mod, which: str, dtype: str, n: int):  # type: ignore[no-untyped-def]
@@ -38,6 +42,13 @@ def _call(mod, which: str, dtype: str, n: int):  # type: ignore[no-untyped-def]
     if which == "02":
         x = torch.randn(4096, n, device="cuda")
         return lambda: mod.softmax(x)
+    if which == "05":  # the layer-norm tutorial's backward benchmark: y.backward(dy) through its two kernels
+        w = torch.rand(n, dtype=torch.float16, device="cuda", requires_grad=True)
+        b = torch.rand(n, dtype=torch.float16, device="cuda", requires_grad=True)
+        x = (-2.3 + 0.5 * torch.randn(4096, n, dtype=torch.float16, device="cuda")).requires_grad_(True)
+        dy = 0.1 * torch.randn_like(x)
+        y = mod.layer_norm(x, (n,), w, b, 1e-5)
+        return lambda: y.backward(dy, retain_graph=True)
     a, b = _matrices(dtype, n)
     return lambda: mod.matmul(a, b)
 
@@ -77,6 +88,67 @@ def _parts(mod, mode: str) -> None:  # type: ignore[no-untyped-def]
     }
     for name, fn in steps.items():
         print(f"02 {mode:6s} part {name:22s} {_host_us(fn, 5, 200):7.2f} us", flush=True)
+
+
+def _ablate(mod, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """Tutorial 02's softmax(x) at N=256 with one step left out at a time: the tutorial's body rewritten here
+    with switches (is_hip(), torch.empty_like, the warmup, the launch, the garbage collector), each variant's
+    host time (best of 5 loops of 200) and do_bench's min and median (L2 cleared before each call)."""
+    import gc
+
+    import torch
+    import triton
+
+    x = torch.randn(4096, 256, device="cuda")
+    y0 = torch.empty_like(x)
+    k = mod.softmax_kernel
+    n_rows, n_cols = x.shape
+    props = triton.runtime.driver.active.utils.get_device_properties(x.device.index)
+    nsm, nregs, smem = props["multiprocessor_count"], props["max_num_regs"], props["max_shared_mem"]
+    cached = k.warmup(y0, x, x.stride(0), y0.stride(0), n_rows, n_cols, BLOCK_SIZE=256, num_stages=4, num_warps=8,
+                      grid=(1,))  # fmt: skip
+
+    def body(hip: bool = True, alloc: bool = True, warm: bool = True, launch: bool = True):  # type: ignore[no-untyped-def]
+        def softmax(x):  # type: ignore[no-untyped-def]
+            n_rows, n_cols = x.shape
+            block = triton.next_power_of_2(n_cols)
+            y = torch.empty_like(x) if alloc else y0
+            if warm:
+                kernel = k.warmup(y, x, x.stride(0), y.stride(0), n_rows, n_cols, BLOCK_SIZE=block, num_stages=4,
+                                  num_warps=8, grid=(1,))  # fmt: skip
+            else:
+                kernel = cached
+            kernel._init_handles()
+            n_regs, size_smem = kernel.n_regs, kernel.metadata.shared
+            if hip and mod.is_hip():
+                raise AssertionError("not on a CUDA device")
+            occupancy = min(nregs // (n_regs * 32 * 8), smem // size_smem)
+            programs = min(nsm * occupancy, n_rows)
+            if launch:
+                kernel[(programs, 1, 1)](y, x, x.stride(0), y.stride(0), n_rows, n_cols, block, 4)
+            return y
+
+        return lambda: softmax(x)
+
+    variants = {
+        "published": lambda: mod.softmax(x),
+        "rewritten": body(),
+        "no is_hip": body(hip=False),
+        "no empty_like": body(alloc=False),
+        "no warmup": body(warm=False),
+        "no launch": body(launch=False),
+        "launch only": body(hip=False, alloc=False, warm=False),
+    }
+    for name, fn in [*variants.items(), ("published, gc off", variants["published"])]:
+        fn()
+        torch.cuda.synchronize()
+        if name.endswith("gc off"):
+            gc.disable()
+        host = _host_us(fn, 5, 200)
+        times = triton.testing.do_bench(fn, return_mode="all")
+        gc.enable()
+        print(f"02 {mode:6s} ablate {name:18s} host {host:7.2f} us  do_bench min {min(times) * 1e3:6.1f} median "
+              f"{statistics.median(times) * 1e3:6.1f} us (n={len(times)})", flush=True)  # fmt: skip
 
 
 def _parts03(mod, mode: str, dtype: str, n: int) -> None:  # type: ignore[no-untyped-def]
@@ -134,6 +206,8 @@ def child(mode: str, tutorials: Path, only: list[str]) -> None:
         mod = load_head(tutorials / FILES[which])
         if which == "02":
             _parts(mod, mode)
+            if os.environ.get("DROPIN_ABLATE"):
+                _ablate(mod, mode)
         for dtype, n in POINTS[which]:
             fn = _call(mod, which, dtype, n)
             fn()
@@ -183,7 +257,7 @@ def main() -> None:
     ap.add_argument("tutorials", nargs="?", default=".wt/tutorials")
     ap.add_argument("--only", default="02,03")
     ns = ap.parse_args()
-    for mode in ("triton", "tilec"):
+    for mode in os.environ.get("DROPIN_MODES", "triton,tilec").split(","):
         env = {**os.environ, "TILEC_CACHE_DIR": tempfile.mkdtemp(prefix=f"dropin_host_{mode}_")}
         env.pop("TILEC_TRITON", None)
         subprocess.run([sys.executable, __file__, "--child", mode, str(Path(ns.tutorials).resolve()), ns.only],

@@ -369,6 +369,14 @@ if [ "$stage" = dropin_host ]; then
       --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -30
   fi
 fi
+if [ "$stage" = host_ablate ]; then
+  # tutorial 02's softmax(x) with one step left out at a time and tutorial 05's backward (bench/dropin_host.py,
+  # DROPIN_ABLATE=1; carry .wt), then the drop-in's side again on the tree in .wt/old (`git archive`)
+  DROPIN_ABLATE=1 timeout 330 python3 bench/dropin_host.py .wt/tutorials --only "${DH_ONLY:-02,05}" 2>&1 | grep -v -i warn \
+    | tee "$OUT/dropin_host.log"
+  [ -d .wt/old/client ] && PYTHONPATH=$PWD/.wt/old:${PYTHONPATH#$PWD:} DROPIN_ABLATE=1 DROPIN_MODES=tilec timeout 150 \
+    python3 bench/dropin_host.py .wt/tutorials --only 02 2>&1 | grep -v -i warn | sed "s/^/old /" | tee -a "$OUT/dropin_host.log"
+fi
 if [ "$stage" = host_recheck ]; then
   # after a change to the warm launch path: the GPU tests of every op and of warm launches, the fused-softmax
   # tutorial timed by its own benchmark (3 rounds a side, best kept), then the speed table in the time left

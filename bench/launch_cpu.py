@@ -59,7 +59,7 @@ def per_call_us(fn, reps: int = 50_000, rounds: int = 5) -> float:
 def warm(k, args: tuple, kwargs: dict, rest: dict) -> StandInKernel:
     """`k`'s FastPath (as client.jit builds it, stand-in tensors) with the entry a first launch leaves."""
     fast = FastPath(k.params, tensor_type=Tensor, stream_of=lambda device: 0, value_names=k.value_names())
-    key, _ = fast._key(args, kwargs)
+    key = fast.key_of(args, kwargs)  # as remember() makes it (the written-out key too)
     kernel = StandInKernel(["ptr", "ptr", "ptr", "i32"])
     fast.table[key] = (kernel.fast, None, 0, rest, kernel)
     k._cuda_fast = fast
@@ -111,7 +111,7 @@ def tutorial_02(tmp: Path):  # type: ignore[no-untyped-def]
                                 kernel_name="softmax_kernel", target="cuda:sm_90")  # fmt: skip
     k._warm_memo = {fast.key_of((y, x, 256, 256, 4096, 256), consts): art}
     kernel = StandInKernel(["ptr", "ptr", "i32", "i32", "i32", "i32"])
-    key, _ = fast._key((y, x, 256, 256, 4096, 256, 256, 4), {"num_warps": 8})
+    key = fast.key_of((y, x, 256, 256, 4096, 256, 256, 4), {"num_warps": 8})
     fast.table[key] = (kernel.fast, 6, 0, {}, kernel)  # as remember() leaves it: the first 6 are the runtime ones
 
     def softmax() -> None:  # the tutorial's softmax(x) for a [4096, 256] fp32 x, less torch.empty_like
@@ -170,7 +170,7 @@ def tutorial_03(tmp: Path):  # type: ignore[no-untyped-def]
 
     dropped = _STATE.get("dropped", _TRITON_ONLY_OPTIONS)
     launch = {k2: v for k2, v in {"ACTIVATION": "", **cfg.all_kwargs()}.items() if k2 not in dropped}
-    key, _ = fast._key(args, launch)
+    key = fast.key_of(args, launch)
     kernel = StandInKernel(["ptr"] * 3 + ["i32"] * 9)
     fast.table[key] = (kernel.fast, None, 0, {}, kernel)
 

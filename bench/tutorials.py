@@ -30,13 +30,15 @@ MISMATCH = re.compile(r"❌|\bdiffer\b|mismatch", re.IGNORECASE)
 MAX_DIFF = re.compile(r"maximum difference[^0-9]*([0-9.eE+-]+)", re.IGNORECASE)
 
 def load_head(path: Path):  # type: ignore[no-untyped-def]
-    """A tutorial's module up to its first `torch.manual_seed(0)`: its imports, kernels and wrapper functions,
-    without its checks and benchmarks; loaded from a file of its own (Triton reads a kernel's source there)."""
+    """A tutorial's module up to its first `torch.manual_seed(0)` or benchmark (`@triton.testing.perf_report`):
+    its imports, kernels and wrapper functions, without its checks and benchmarks; loaded from a file of its own
+    (Triton reads a kernel's source there)."""
     import importlib.util
 
     text = path.read_text()
     tmp = Path(tempfile.mkdtemp()) / f"head_{path.stem.replace('-', '_')}.py"
-    tmp.write_text(text[: text.index("torch.manual_seed(0)")])
+    ends = [i for i in (text.find("torch.manual_seed(0)"), text.find("@triton.testing.perf_report")) if i >= 0]
+    tmp.write_text(text[: min(ends)])
     spec = importlib.util.spec_from_file_location(tmp.stem, tmp)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

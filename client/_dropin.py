@@ -148,7 +148,7 @@ class _Routed:
         launch = kwargs if dropped.isdisjoint(kwargs) else {k: v for k, v in kwargs.items() if k not in dropped}
         if warmup and kernel is not None:  # `kernel.warmup(...)`: build now, launch later through the handle
             try:
-                return Warmed(kernel, args, launch, kernel.warm(args, launch))
+                return _warmed(kernel, args, launch, kernel.warm(args, launch))
             except (OutOfResourcesError, StaticAssertionError) as exc:
                 raise _config_refused(exc) from exc
             except _FALLBACK_ERRORS as exc:
@@ -223,7 +223,11 @@ class Launched:
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
         if not kwargs and len(args) == len(self.names):  # every argument in order (as Triton's handle takes)
-            self.kernel.run(tuple(grid) if isinstance(grid, list) else grid, args, self.options)
+            grid = tuple(grid) if type(grid) is list else grid
+            options = self.options
+            fast = self.kernel.__dict__.get("_cuda_fast")  # the warm path straight, as JITKernel.run takes it
+            if fast is None or not fast.launch(grid, args, options):
+                self.kernel.run(grid, args, options)
         else:
             self._launch_merged(grid, args, kwargs)
         with _LOCK:
@@ -263,30 +267,39 @@ class Warmed(Launched):
 
     def __init__(self, kernel: Any, args: tuple, kwargs: dict, art: Any) -> None:
         super().__init__(kernel, args, kwargs)
-        self.n_regs, self.n_spills, self.metadata = _facts(kernel, art, int(kwargs.get("num_warps", 4)))
+        self.art = art
+        self.n_regs, self.n_spills, self.metadata = _facts(art, int(kwargs.get("num_warps", 4)))
         self.name = art.kernel_name
 
     def _init_handles(self) -> None:
         return None
 
 
-def _facts(kernel: Any, art: Any, num_warps: int) -> tuple[int, int, types.SimpleNamespace]:
-    """(n_regs, n_spills, metadata) of a warmed handle, kept per build and warp count (the fused-softmax
-    tutorial warms before every launch). n_regs counts registers as the SM hands them out (a warp's in units
-    of 256: 8 a thread), not ptxas's exact count: callers size grids by this figure (that tutorial takes
-    65536 // (n_regs * 32 * num_warps) blocks an SM), and 28 registers on 8 warps would promise 9 resident
-    blocks where 8 fit, a second wave."""
-    kept = kernel.__dict__.setdefault("_dropin_facts", {})
-    got = kept.get((id(art), num_warps))
-    if got is not None and got[0] is art:
-        return got[1]
-    meta = art.metadata
-    facts = (-(-int(meta.get("registers", 0)) // 8) * 8, int(meta.get("spill_stores", 0)),
-             types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name, num_warps=num_warps))  # fmt: skip
+def _warmed(kernel: Any, args: tuple, kwargs: dict, art: Any) -> Warmed:
+    """The handle of a build, one per build and launch options as Triton keeps one CompiledKernel per
+    specialisation: the fused-softmax tutorial warms before every launch, and a handle made again each time
+    costs that call its facts and options. The handle takes the latest call's arguments (what a launch with
+    the runtime arguments alone leaves out: the constexprs, the same for every call that reaches this build)."""
+    kept = kernel.__dict__.setdefault("_dropin_handles", {})
+    got = kept.get(id(art))
+    if got is not None and got.art is art and got.kwargs == kwargs:
+        got.args = args
+        return got
+    handle = Warmed(kernel, args, kwargs, art)
     if len(kept) >= 256:
         kept.clear()
-    kept[(id(art), num_warps)] = (art, facts)
-    return facts
+    kept[id(art)] = handle
+    return handle
+
+
+def _facts(art: Any, num_warps: int) -> tuple[int, int, types.SimpleNamespace]:
+    """(n_regs, n_spills, metadata) of a warmed handle. n_regs counts registers as the SM hands them out
+    (a warp's in units of 256: 8 a thread), not ptxas's exact count: callers size grids by this figure (the
+    fused-softmax tutorial takes 65536 // (n_regs * 32 * num_warps) blocks an SM), and 28 registers on 8 warps
+    would promise 9 resident blocks where 8 fit, a second wave."""
+    meta = art.metadata
+    return (-(-int(meta.get("registers", 0)) // 8) * 8, int(meta.get("spill_stores", 0)),
+            types.SimpleNamespace(shared=int(meta.get("shared_bytes", 0)), name=art.kernel_name, num_warps=num_warps))  # fmt: skip
 
 
 def _kernel(obj: Any) -> Any:

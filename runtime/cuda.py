@@ -483,11 +483,31 @@ class FastPath:
         self.table: dict = {}
         self.tensor = tensor_type
         self.stream_of = stream_of
-        self.multi_gpu = False  # with one GPU, the first tensor's is_cuda stands for its device
+        self._multi_gpu = False  # with one GPU, the first tensor's is_cuda stands for its device
         self.ducks: set[type] = set()  # classes of duck-typed tensors seen on a CUDA device (remember())
+        self.keyers: dict[int, Any] = {}  # per arity: the key written out for one pattern of classes (fastkey.py)
+
+    @property
+    def multi_gpu(self) -> bool:
+        return self._multi_gpu
+
+    @multi_gpu.setter
+    def multi_gpu(self, value: bool) -> None:
+        self._multi_gpu = value
+        self.keyers.clear()  # they read the device as this said when they were written
 
     def _key(self, args: tuple, kwargs: dict):
-        """(key, raw values of the positional arguments) or (None, None) for calls it does not handle.
+        """(key, raw values of the positional arguments) or (None, None) for calls it does not handle: the
+        written-out key of this arity where the call's classes are its pattern, else the general one."""
+        keyer = self.keyers.get(len(args))
+        if keyer is not None:
+            got = keyer(args, kwargs)
+            if got is not None:
+                return got
+        return self._key_any(args, kwargs)
+
+    def _key_any(self, args: tuple, kwargs: dict):
+        """The general key: (key, raw values of the positional arguments) or (None, None).
         Per argument: (dtype, 16-byte aligned) for tensors, Triton's int classes (equal to 1, or
         (divisible by 16, fits in i32)), float, a bool with its value; then keyword items, positional constexprs and the
         first tensor's device (is_cuda where there is one GPU: cheaper than get_device)."""
@@ -503,7 +523,7 @@ class FastPath:
                 r_add(p)
                 k_add((a.dtype, p & 15 == 0))
                 if dev is None:
-                    dev = a.get_device() if self.multi_gpu else a.is_cuda
+                    dev = a.get_device() if self._multi_gpu else a.is_cuda
             elif t is int:
                 r_add(a)
                 k_add(1 if a == 1 else (a & 15 == 0, -2147483648 <= a < 2147483648))
@@ -521,7 +541,7 @@ class FastPath:
                 if d is None:
                     return None, None
                 if dev is None:
-                    dev = d if self.multi_gpu else True
+                    dev = d if self._multi_gpu else True
             else:
                 return None, None
         k_add(dev)
@@ -591,6 +611,12 @@ class FastPath:
             t = type(a)
             if t is not self.tensor and t not in (int, float) and is_duck_tensor(a) and _duck_device(a) is not None:
                 self.ducks.add(t)
+        if len(args) not in self.keyers:  # the first pattern of classes seen at this arity gets its written-out key
+            from .fastkey import make_keyer
+
+            keyer = make_keyer(self, args)
+            if keyer is not None:
+                self.keyers[len(args)] = keyer
         return self._key(args, kwargs)[0]
 
     def remember(

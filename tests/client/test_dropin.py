@@ -247,6 +247,23 @@ def test_warmup_builds_through_tilec_and_its_handle_launches(tpkg) -> None:
     assert tilec.stats()["launched"] == before + 1
 
 
+def test_warming_the_same_build_again_gives_the_same_handle(tpkg) -> None:
+    """Triton keeps one CompiledKernel per specialisation, and the fused-softmax tutorial warms before every
+    launch: a second warmup of the same build returns the handle made by the first (with the latest call's
+    arguments); other launch options or another build get a handle of their own."""
+    x, y = torch.randn(300), torch.zeros(300)
+    first = tpkg.soft.warmup(x, y, 300, BLOCK=512, grid=(1,))
+    if tpkg.soft.warmup(x, y, 300, BLOCK=512, grid=(1,)).art is not first.art:
+        pytest.skip("this target's cache gives a new artifact object per lookup")
+    again = tpkg.soft.warmup(y, x, 299, BLOCK=512, grid=(1,))
+    assert again is first and again.args == (y, x, 299)
+    assert tpkg.soft.warmup(x, y, 300, BLOCK=512, num_warps=2, grid=(1,)) is not first
+    assert tpkg.soft.warmup(x, y, 300, BLOCK=1024, grid=(1,)) is not first
+    first[(1, 1, 1)](x, y, 300, 512)
+    e = np.exp(x.numpy() - x.numpy().max())
+    np.testing.assert_allclose(y.numpy(), e / e.sum(), rtol=1e-5, atol=1e-7)
+
+
 def test_a_kernel_of_generated_code_outside_sys_modules(tpkg, tmp_path: Path) -> None:
     """Code generators (FlagGems' pointwise_dynamic) write a file and load it without sys.modules: the
     resolver reads the function's own file."""

@@ -239,3 +239,53 @@ def test_fast_path_takes_duck_typed_tensors_seen_on_a_cuda_device() -> None:
     fp.table[key] = (kern.fast, None, 0, {}, kern)
     assert fp.launch((2,), (Strided(7 << 20), y, o, 1024), {})
     assert kern.calls[-1][0] == [7 << 20, 2 << 20, 3 << 20, 1024]
+
+
+def test_written_out_keys_equal_the_general_key() -> None:
+    """FastPath writes its key out for the first pattern of argument classes seen at an arity (fastkey.py).
+    Over patterns of tensors (dtypes, alignments, host or device), ints of every class, floats and bools, with
+    and without keywords, constexprs given positionally or not, tuning-key values and several devices, the
+    written-out key and raw values equal the general key's; a call of another pattern gets the general key."""
+    import itertools
+    import random
+
+    from tilec.runtime.fastkey import make_keyer
+
+    rng = random.Random(5)
+    k = client.jit(AUTOTUNED, "add_tuned")  # value names n and x_ptr (a tensor: its shape)
+    k2 = client.jit(source("vector_add"), "add_kernel")  # constexpr BLOCK_SIZE last
+
+    def tensor() -> ShapedTensor:
+        t = ShapedTensor(rng.choice([1 << 20, (1 << 20) + 4, 3 << 20]), (rng.choice([64, 4096]),))
+        t.dtype = rng.choice(["float32", "float16"])
+        t.is_cuda = rng.random() < 0.9
+        t._device = rng.choice([0, 1])
+        return t
+
+    def value(kind: str):  # type: ignore[no-untyped-def]
+        return {"t": tensor, "i": lambda: rng.choice([1, 0, 16, 1001, 2**33, -5, 2**31]),
+                "f": lambda: rng.choice([0.5, 1.0]), "b": lambda: rng.choice([True, False])}[kind]()  # fmt: skip
+
+    checked = 0
+    for kernel, multi in itertools.product((k, k2), (False, True)):
+        for kinds in itertools.product("tibf", repeat=4):
+            for extra in ((), ("i",), ("i", "i")):
+                fp = FastPath(kernel.params, tensor_type=ShapedTensor, stream_of=lambda d: 0,
+                              value_names=kernel.value_names())  # fmt: skip
+                fp.multi_gpu = multi
+                pattern = (*kinds, *extra)
+                keyer = make_keyer(fp, tuple(value(c) for c in pattern))
+                for _ in range(4):
+                    args = tuple(value(c) for c in pattern)
+                    kw = rng.choice([{}, {"BLOCK_SIZE": 256}, {"num_warps": 8, "BLOCK": 64}])
+                    assert keyer(args, kw) == fp._key_any(args, kw), (pattern, args, kw, keyer.source)
+                    checked += 1
+                other = tuple(value("f" if c != "f" else "i") for c in pattern)
+                assert keyer(other, {}) is None  # another pattern: the general key answers
+    assert checked == 2 * 2 * 4**4 * 3 * 4
+    fp, _, _ = _fast()
+    x, y, o = Tensor(1 << 20), Tensor(2 << 20), Tensor(3 << 20)
+    fp.key_of((x, y, o, 1024), {})
+    assert 4 in fp.keyers and fp._key((x, y, o, "a"), {}) == (None, None)  # the general key refuses it
+    fp.multi_gpu = True
+    assert fp.keyers == {}  # written for one device: written again when next asked
