@@ -159,6 +159,16 @@ def _cases(flaggems: Path) -> dict:
             consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
             cases[f"t03_{dt}_{bm}x{bn}x{bk}w{w}"] = (src, "matmul_kernel", sig, consts,
                                                      [p for p in sig if p not in ones], w, st, ones)  # fmt: skip
+    tut05 = ROOT / ".wt/tutorials/05-layer-norm.py"
+    if tut05.is_file():  # tutorial 05's backward kernels at its benchmark's N=7,168 (fp16, 4,096 rows)
+        dx_sig = {n: "*fp16" for n in ("DX", "DY", "DW", "DB", "X", "W")}
+        dx_sig |= {"Mean": "*fp32", "Rstd": "*fp32", "Lock": "*i32", "stride": "i32", "N": "i32"}
+        cases["t05_bwd_dx"] = (_function_source(tut05, "_layer_norm_bwd_dx_fused"), "_layer_norm_bwd_dx_fused",
+                               dx_sig, {"GROUP_SIZE_M": 96, "BLOCK_SIZE_N": 8192}, list(dx_sig), 8, 3)  # fmt: skip
+        dwdb_sig = {"DW": "*fp16", "DB": "*fp16", "FINAL_DW": "*fp16", "FINAL_DB": "*fp16", "M": "i32", "N": "i32"}
+        cases["t05_bwd_dwdb"] = (_function_source(tut05, "_layer_norm_bwd_dwdb"), "_layer_norm_bwd_dwdb", dwdb_sig,
+                                 {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 128}, ["DW", "DB", "FINAL_DW", "FINAL_DB", "N"],
+                                 4, 3)  # fmt: skip
     if (ops / "upsample_bicubic2d_aa.py").is_file():
         bic_sig = {"ptr_o": "*fp16", "ptr_i": "*fp16"} | {
             n: "i32" for n in ("N", "C", "OH", "OW", "IH", "IW")

@@ -276,15 +276,25 @@ def _store(op: Operation) -> None:
 ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
 
 
+def _atomic_order(op: Operation) -> None:
+    """An atomic's memory order and scope are Triton's words for them (the cuda lowering writes them into PTX)."""
+    if op.attrs.get("sem", "acq_rel") not in ("relaxed", "acquire", "release", "acq_rel"):
+        fail(op, f"sem must be one of relaxed, acquire, release, acq_rel, got {op.attrs['sem']!r}")
+    if op.attrs.get("scope", "gpu") not in ("gpu", "cta", "sys"):
+        fail(op, f"scope must be one of gpu, cta, sys, got {op.attrs['scope']!r}")
+
+
 def _atomic_rmw(op: Operation) -> None:
     if op.attrs["kind"] not in ATOMIC_KINDS:
         fail(op, f"unknown atomic kind {op.attrs['kind']!r}")
+    _atomic_order(op)
     _store(op)
     if op.results[0].type != op.operands[1].type:
         fail(op, "returns the old values, of the value's type")
 
 
 def _atomic_cas(op: Operation) -> None:
+    _atomic_order(op)
     p, c, v = op.operands
     want = with_elem(p.type, elem_type(p.type).pointee) if is_ptr(p.type) else None
     if want is None or c.type != want or v.type != want or op.results[0].type != want:
@@ -535,8 +545,8 @@ _op("trans", 1, attrs={"order": list}, traits=(PURE,), verify=_trans)
 _op("addptr", 2, traits=E, verify=_addptr)
 _op("load", (1, 3), optional={"volatile": bool, "cache": str, "eviction": str}, verify=_load)
 _op("store", (2, 3), 0, optional={"cache": str, "eviction": str}, verify=_store)
-_op("atomic_rmw", (2, 3), attrs={"kind": str}, optional={"sem": str}, verify=_atomic_rmw)
-_op("atomic_cas", 3, optional={"sem": str}, verify=_atomic_cas)
+_op("atomic_rmw", (2, 3), attrs={"kind": str}, optional={"sem": str, "scope": str}, verify=_atomic_rmw)
+_op("atomic_cas", 3, optional={"sem": str, "scope": str}, verify=_atomic_cas)
 _op("dot", 3, optional={"input_precision": str}, traits=(PURE,), verify=_dot)
 _op("reduce", 1, attrs={"kind": str, "axis": int}, optional={"propagate_nan": bool}, traits=(PURE,), verify=_reduce)
 _op("scan", 1, attrs={"kind": str, "axis": int}, optional={"reverse": bool}, traits=(PURE,), verify=_scan)

@@ -16,7 +16,7 @@ from ...ir.core import Operation
 from ...ir.types import TileType, elem_type
 from ..llvm.asmcall import returning_call
 from ..llvm.volatile import volatile_load
-from . import ops
+from . import atomics, ops
 from .layouts import Layout
 
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
@@ -323,6 +323,9 @@ class MemoryLowering:
         order = _ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
 
         def one(p, v, pred):
+            got = atomics.atomic_rmw(self.b, op.attrs["kind"], e, p, v, pred, op.attrs)
+            if got is not None:
+                return got
             return self._masked(pred, lambda: self.b.atomic_rmw(kind, p, v, order), ir.Constant(v.type, None))
 
         self._atomic(op, e, lambda p, xs, pred: one(p, xs[0], pred), 1)
@@ -335,6 +338,9 @@ class MemoryLowering:
         it = ir.IntType(self.smem_bytes_of(rt) * 8)
 
         def one(p, xs, pred):
+            got = atomics.atomic_cas(self.b, e, p, xs[0], xs[1], pred, op.attrs)
+            if got is not None:
+                return got
             c, v = (x if rt == it else self.b.bitcast(x, it) for x in xs)
 
             def emit():
