@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graph_time  # noqa: E402
 from tutorials import load_head  # noqa: E402
 
-POINTS = {"02": [("fp32", 256), ("fp32", 1024)], "05": [("fp16", 1024), ("fp16", 4096), ("fp16", 7168)],
+POINTS = {"02": [("fp32", 256), ("fp32", 1024), ("fp32", 1280)], "05": [("fp16", 1024), ("fp16", 4096), ("fp16", 7168)],
           "03": [("fp16", 256), ("fp16", 768), ("fp16", 1792), ("fp8", 256), ("fp8", 768), ("fp8", 1280)]}  # fmt: skip
 FILES = {"02": "02-fused-softmax.py", "03": "03-matrix-multiplication.py", "05": "05-layer-norm.py"}
 

@@ -198,14 +198,14 @@ if [ "$stage" = coords ]; then
   # after a change to the lowering's thread coordinates (every kernel's addresses): the GPU tests of every op,
   # dot, pipeline, reduction and scan; tutorial 03's configs under codegen variants (TV_*; carry .wt/tutorials);
   # FlagGems' ops in CUDA graphs on this tree and on .wt/old (an earlier tree, `git archive`; carry .wt) side by
-  # side; then the speed table in the time left
+  # side (CD_TREES=. for this tree alone); then the speed table in the time left
   t0=$(date +%s); left() { echo $(( ${CD_BUDGET:-570} - ($(date +%s) - t0) )); }
   timeout "${CD_TESTS_S:-230}" python3 -m pytest -q -rf --tb=short --noconftest -p no:cacheprovider -W ignore tests/cuda/test_gpu.py \
     tests/cuda/test_gpu_every_op.py tests/cuda/test_attention.py tests/cuda/test_wgmma.py tests/cuda/test_pipeline.py \
     tests/cuda/test_mma.py tests/cuda/test_scan_parallel.py tests/cuda/test_sort_gather.py tests/cuda/test_reduce_bits_gpu.py \
     tests/cuda/test_tma.py tests/cuda/test_gpu_dot_types.py ${CD_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -8
   tv_variants
-  for tree in . .wt/old; do
+  for tree in ${CD_TREES:-. .wt/old}; do
     [ -d "$tree/compiler" ] && [ -d .wt/flaggems/src ] && [ "$(left)" -gt 60 ] && (cd "$tree" && \
       TILEC_CACHE_DIR=$(mktemp -d) PYTHONPATH=$PWD:$OLDPWD/.wt/flaggems/src:${PYTHONPATH#$OLDPWD:} timeout "$(( $(left) < 150 ? $(left) : 150 ))" \
       python3 bench/flaggems_ops.py --graph --timeout 70 ${CD_OPS:+--only "$CD_OPS"} 2>&1 | grep -v -i warn \

@@ -62,6 +62,35 @@ def test_one_more_block_where_the_step_is_near_and_nothing_spills() -> None:
     assert stepped["occupancy_step"] == {"registers": free["registers"]} and "occupancy_step" not in free
 
 
+ROWS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows_softmax(Out, In, stride_in, stride_out, rows, cols, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    for r in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
+        c = tl.arange(0, BLOCK)
+        v = tl.load(In + r * stride_in + c, mask=c < cols, other=-float("inf"))
+        e = tl.exp(v - tl.max(v, axis=0))
+        tl.store(Out + r * stride_out + c, e / tl.sum(e, axis=0), mask=c < cols)
+"""
+
+
+def test_a_step_of_more_than_one_block() -> None:
+    """A persistent row loop whose next row is loaded ahead into registers (gpu-prefetch) takes 40 registers at
+    2,048 columns on 8 warps: six blocks an SM, where 32 registers give eight (a caller that sizes its grid by
+    the registers, as Triton's softmax tutorial does, launches a third more programs)."""
+    sig = {"Out": "*fp32", "In": "*fp32", "stride_in": "i32", "stride_out": "i32", "rows": "i32", "cols": "i32"}
+    got = {}
+    for step in (False, True):
+        opts = CompileOptions(target="cuda:sm_90", num_warps=8, num_stages=4, cuda=CudaOptions(occupancy_step=step))
+        got[step] = compile_kernel(ROWS, "rows_softmax", signature=sig, constexprs={"BLOCK": 2048, "STAGES": 4},
+                                   hints={k: {"divisibility": 16} for k in sig}, options=opts, emit="cubin").metadata  # fmt: skip
+    free, stepped = (blocks_per_sm(got[s]["registers"], 256, got[s]["shared_bytes"]) for s in (False, True))
+    assert stepped >= free + 2 and got[True]["spill_stores"] == 0
+
+
 def test_registers_for_a_number_of_blocks() -> None:
     for threads in (64, 128, 256, 512, 1024):
         for blocks in range(1, 9):

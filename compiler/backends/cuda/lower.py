@@ -478,6 +478,7 @@ def lower_kernel(fn: Function, sm: int, cg: CudaOptions | None = None, debug: bo
         "shared_bytes": low.shm.size,
         "pipelined_loops": len(low.pipes.loops),
         "arg_kinds": low.arg_kinds,
+        "dots": sum(op.name.startswith("dot") for op in fn.walk()),
     }
     if low.tma_maps:
         info["tma"] = [m.metadata() for m in low.tma_maps]

@@ -141,8 +141,8 @@ def _one_block_per_sm(ptx_text: str, blocks: int = 1) -> str | None:
 # it just missed. Tutorial 05's layer-norm backward (8,192 columns on 8 warps) took 154 registers, one block
 # an SM, where Triton's build of the same kernel took 128 and two; asked for two (`.minnctapersm 2`), ptxas
 # fits it in 128 with nothing spilled. A kernel without dots (those trade registers for reuse) whose count is
-# at most this far above the next step down is assembled again for one more block, and that build is kept
-# where it spills nothing.
+# at most this far above a count that gives more blocks is assembled again for one more block (ptxas takes the
+# registers of as many as then fit), and that build is kept where it spills nothing.
 OCCUPANCY_STEP = 0.2
 
 
@@ -155,11 +155,11 @@ def _regs_for_blocks(blocks: int, threads: int) -> int:
 def _one_more_block(ptx_text: str, usage: dict, meta: dict) -> str | None:
     """The PTX asking ptxas for one more resident block, where the step is within OCCUPANCY_STEP; else None."""
     regs, threads, shared = usage.get("registers", 0), meta.get("threads_per_block", 0), meta.get("shared_bytes", 0)
-    if not regs or not threads or usage.get("spill_stores", 0) or re.search(r"\b(wgmma|mma|ldmatrix)\.", ptx_text):
+    if not regs or not threads or usage.get("spill_stores", 0) or meta.get("dots", 1):
         return None
     now = blocks_per_sm(regs, threads, shared)
     cap = _regs_for_blocks(now + 1, threads)
-    if cap < regs * (1 - OCCUPANCY_STEP) or blocks_per_sm(cap, threads, shared) != now + 1:
+    if cap < regs * (1 - OCCUPANCY_STEP) or blocks_per_sm(cap, threads, shared) <= now:
         return None
     return _one_block_per_sm(ptx_text, now + 1)
 
