@@ -11,6 +11,7 @@ tilec's launch), which for small ops is most of the time.
 
 Usage (GPU machine, repo root, FlagGems' src on PYTHONPATH):
     python3 bench/flaggems_ops.py [--graph] [--json OUT] [--only softmax,mm]
+`--library liger` times Liger-Kernel's ops instead (its src/ on PYTHONPATH: bench/NOTES-dropin.md).
 Prints: op, Triton ms, tilec ms, ratio (Triton ms / tilec ms), then the geometric mean and the worst ratio.
 """
 
@@ -27,14 +28,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _rope(q, k, cos, sin, pos):  # type: ignore[no-untyped-def]
+    """Rotary embedding (halves rotated, not interleaved) in torch: what flag_gems.apply_rotary_pos_emb computes."""
+    import torch
+
+    c, s = cos[pos][:, None, :].float(), sin[pos][:, None, :].float()
+
+    def one(x):  # type: ignore[no-untyped-def]
+        x1, x2 = x.float().chunk(2, dim=-1)
+        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
+
+    return torch.cat([one(q).flatten(), one(k).flatten()])
+
+
 def cases(torch):
-    """name -> (make inputs, call under flag_gems, tolerance); shapes as FlagGems' own benchmarks use them."""
+    """name -> (make inputs, call under flag_gems, tolerance[, torch's reference where the call is FlagGems' own
+    function]); shapes as FlagGems' own benchmarks use them."""
     f16, f32, dev = torch.float16, torch.float32, "cuda"
 
     def rnd(*shape, dtype=f16):
         return torch.randn(*shape, dtype=dtype, device=dev)
 
+    def rope_inputs():  # type: ignore[no-untyped-def]
+        pos = torch.arange(4096, device=dev)
+        return rnd(4096, 32, 128), rnd(4096, 8, 128), rnd(4096, 64), rnd(4096, 64), pos
+
+    def rope(q, k, cos, sin, pos):  # type: ignore[no-untyped-def]
+        import flag_gems
+
+        qe, ke = flag_gems.apply_rotary_pos_emb(q, k, cos, sin, pos)
+        return torch.cat([qe.flatten(), ke.flatten()])
+
     return {
+        # an autotuned L2 norm along rows (FlagGems' l2_norm_kernel, its tuning list) and a rotary embedding: two of
+        # the library kernels issue 24 names besides softmax and cross-entropy
+        "vector_norm": (lambda: (rnd(4096, 4096, dtype=f32),), lambda a: torch.linalg.vector_norm(a, 2, dim=-1), 1e-4),
+        "rotary": (rope_inputs, rope, 2e-3, _rope),
         "add": (lambda: (rnd(4096, 4096), rnd(4096, 4096)), lambda a, b: torch.add(a, b), 1e-3),
         "mul_scalar": (lambda: (rnd(4096, 4096),), lambda a: a * 1.5, 1e-3),
         "gelu": (lambda: (rnd(4096, 4096),), lambda a: torch.nn.functional.gelu(a), 2e-3),
@@ -57,29 +86,80 @@ def cases(torch):
     }
 
 
-def child(mode: str, only: set[str], graph: bool) -> None:
-    """Run every op in this process's mode; one JSON line per op on stdout."""
+def liger_cases(torch):
+    """Liger-Kernel's ops (its src/ on PYTHONPATH) that issue 24 names: a row softmax, a cross-entropy over a
+    32,000-word vocabulary, a KL divergence and RoPE; name -> (make inputs, Liger's call, tolerance, torch's)."""
+    import torch.nn.functional as F
+    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+    from liger_kernel.ops.kl_div import LigerKLDivLossFunction
+    from liger_kernel.ops.rope import LigerRopeFunction
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+
+    f16, f32, dev = torch.float16, torch.float32, "cuda"
+
+    def rnd(*shape, dtype=f16):
+        return torch.randn(*shape, dtype=dtype, device=dev)
+
+    def kl_inputs():  # type: ignore[no-untyped-def]
+        return rnd(2048, 32000, dtype=f32).log_softmax(-1), rnd(2048, 32000, dtype=f32).softmax(-1)
+
+    def rope_inputs():  # type: ignore[no-untyped-def]
+        ang = torch.rand(1, 4096, 64, device=dev)
+        cos, sin = (torch.cat([t, t], -1).to(f16) for t in (ang.cos(), ang.sin()))
+        return rnd(1, 32, 4096, 128), rnd(1, 8, 4096, 128), cos, sin
+
+    def rope_ref(q, k, cos, sin):  # type: ignore[no-untyped-def]
+        def one(x):  # type: ignore[no-untyped-def]
+            x1, x2 = x.float().chunk(2, dim=-1)
+            return (x.float() * cos[:, None].float() + torch.cat([-x2, x1], -1) * sin[:, None].float()).to(x.dtype)
+
+        return torch.cat([one(q).flatten(), one(k).flatten()])
+
+    def rope(q, k, cos, sin):  # type: ignore[no-untyped-def]
+        return torch.cat([t.flatten() for t in LigerRopeFunction.apply(q, k, cos, sin)])
+
+    return {
+        "softmax": (lambda: (rnd(4096, 4096),), LigerSoftmaxFunction.apply, 2e-3, lambda a: torch.softmax(a, -1)),
+        # Liger's cross-entropy writes its gradient into the logits: the check is the first call's loss
+        "cross_entropy": (lambda: (rnd(4096, 32000, dtype=f32), torch.randint(0, 32000, (4096,), device=dev)),
+                          lambda a, t: LigerCrossEntropyFunction.apply(a, t, None)[0], 1e-4,
+                          lambda a, t: F.cross_entropy(a, t)),  # fmt: skip
+        "kl_div": (kl_inputs, lambda x, y: LigerKLDivLossFunction.apply(x, y, "batchmean", False, 1e-10), 1e-4,
+                   lambda x, y: F.kl_div(x, y, reduction="batchmean")),  # fmt: skip
+        "rope": (rope_inputs, rope, 2e-3, rope_ref),
+    }
+
+
+def child(mode: str, only: set[str], graph: bool, library: str = "flaggems") -> None:
+    """Run every op of `library` in this process's mode; one JSON line per op on stdout."""
+    import contextlib
+
     if mode == "tilec":
         import tilec
 
         tilec.install(strict=True)
-    import flag_gems
     import torch
     import triton
 
-    if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6 (bench/flaggems_compat.py)
-        from flaggems_compat import bypass_launch_cache
+    if library == "liger":
+        table, gems = liger_cases(torch), contextlib.nullcontext
+    else:
+        import flag_gems
 
-        bypass_launch_cache()
+        table, gems = cases(torch), flag_gems.use_gems
+        if mode == "triton":  # FlagGems 3.0's launch cache fails under Triton 3.6 (bench/flaggems_compat.py)
+            from flaggems_compat import bypass_launch_cache
+
+            bypass_launch_cache()
     torch.manual_seed(0)
-    for name, (make, call, tol) in cases(torch).items():
+    for name, (make, call, tol, *ref) in table.items():
         if only and name not in only:
             continue
         row: dict = {"op": name}
         try:
             args = make()
-            want = call(*args)  # torch's own op
-            with flag_gems.use_gems():
+            want = (ref[0] if ref else call)(*args)  # torch's own op
+            with gems():
                 got = call(*args)  # compiles (and autotunes) the first time
                 torch.cuda.synchronize()
                 err = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
@@ -98,11 +178,11 @@ def child(mode: str, only: set[str], graph: bool) -> None:
         print(json.dumps({"stats": {k: v for k, v in tilec.stats().items() if k != "reasons"}}), flush=True)
 
 
-def run_mode(mode: str, only: str, timeout: int, graph: bool) -> dict[str, dict]:
+def run_mode(mode: str, only: str, timeout: int, graph: bool, library: str = "flaggems") -> dict[str, dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("TILEC_TRITON", None)
-    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only, *(["--graph"] if graph else [])],
-                       env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only, "--library", library,
+                        *(["--graph"] if graph else [])], env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
     rows = {}
     for line in p.stdout.splitlines():
         if line.startswith("{"):
@@ -120,13 +200,15 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--timeout", type=int, default=400)
     ap.add_argument("--graph", action="store_true", help="time inside a CUDA graph (kernels, not launch paths)")
+    ap.add_argument("--library", default="flaggems", choices=("flaggems", "liger"),
+                    help="whose ops: FlagGems' (its src/ on PYTHONPATH) or Liger-Kernel's (its src/ on PYTHONPATH)")
     args = ap.parse_args()
     only = {o for o in args.only.split(",") if o}
     if args.child:
-        child(args.child, only, args.graph)
+        child(args.child, only, args.graph, args.library)
         return
-    triton_rows = run_mode("triton", args.only, args.timeout, args.graph)
-    tilec_rows = run_mode("tilec", args.only, args.timeout, args.graph)
+    triton_rows = run_mode("triton", args.only, args.timeout, args.graph, args.library)
+    tilec_rows = run_mode("tilec", args.only, args.timeout, args.graph, args.library)
     print("timed in CUDA graphs (kernels only)" if args.graph else "timed with launches (host path included)")
     print(f"{'op':16s} {'triton ms':>10s} {'tilec ms':>10s} {'ratio':>7s}  check")
     ratios = []
