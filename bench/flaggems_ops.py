@@ -86,25 +86,35 @@ def cases(torch):
     }
 
 
-def liger_cases(torch):
+# --cpu-check: the Liger cases on the cpu target through the drop-in, at these sizes, in f32
+_SMALL = {4096: 6, 2048: 6, 32000: 100, 32: 4, 8: 2, 128: 16, 64: 8}
+
+
+def liger_cases(torch, dev: str = "cuda"):
     """Liger-Kernel's ops (its src/ on PYTHONPATH) that issue 24 names: a row softmax, a cross-entropy over a
-    32,000-word vocabulary, a KL divergence and RoPE; name -> (make inputs, Liger's call, tolerance, torch's)."""
+    32,000-word vocabulary, a KL divergence and RoPE; name -> (make inputs, Liger's call, tolerance, torch's).
+    On dev="cpu" the sizes are _SMALL's and the halves floats."""
     import torch.nn.functional as F
     from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
     from liger_kernel.ops.kl_div import LigerKLDivLossFunction
     from liger_kernel.ops.rope import LigerRopeFunction
     from liger_kernel.ops.softmax import LigerSoftmaxFunction
 
-    f16, f32, dev = torch.float16, torch.float32, "cuda"
+    cpu = dev == "cpu"
+    f32 = torch.float32
+    f16 = f32 if cpu else torch.float16
+
+    def n(*shape):  # type: ignore[no-untyped-def]
+        return tuple(_SMALL.get(s, s) for s in shape) if cpu else shape
 
     def rnd(*shape, dtype=f16):
-        return torch.randn(*shape, dtype=dtype, device=dev)
+        return torch.randn(*n(*shape), dtype=dtype, device=dev)
 
     def kl_inputs():  # type: ignore[no-untyped-def]
         return rnd(2048, 32000, dtype=f32).log_softmax(-1), rnd(2048, 32000, dtype=f32).softmax(-1)
 
     def rope_inputs():  # type: ignore[no-untyped-def]
-        ang = torch.rand(1, 4096, 64, device=dev)
+        ang = torch.rand(*n(1, 4096, 64), device=dev)
         cos, sin = (torch.cat([t, t], -1).to(f16) for t in (ang.cos(), ang.sin()))
         return rnd(1, 32, 4096, 128), rnd(1, 8, 4096, 128), cos, sin
 
@@ -121,7 +131,7 @@ def liger_cases(torch):
     return {
         "softmax": (lambda: (rnd(4096, 4096),), LigerSoftmaxFunction.apply, 2e-3, lambda a: torch.softmax(a, -1)),
         # Liger's cross-entropy writes its gradient into the logits: the check is the first call's loss
-        "cross_entropy": (lambda: (rnd(4096, 32000, dtype=f32), torch.randint(0, 32000, (4096,), device=dev)),
+        "cross_entropy": (lambda: (rnd(4096, 32000, dtype=f32), torch.randint(0, n(32000)[0], n(4096), device=dev)),
                           lambda a, t: LigerCrossEntropyFunction.apply(a, t, None)[0], 1e-4,
                           lambda a, t: F.cross_entropy(a, t)),  # fmt: skip
         "kl_div": (kl_inputs, lambda x, y: LigerKLDivLossFunction.apply(x, y, "batchmean", False, 1e-10), 1e-4,
@@ -178,6 +188,26 @@ def child(mode: str, only: set[str], graph: bool, library: str = "flaggems") -> 
         print(json.dumps({"stats": {k: v for k, v in tilec.stats().items() if k != "reasons"}}), flush=True)
 
 
+def cpu_check(only: set[str]) -> None:
+    """Liger's cases on the cpu target through the drop-in (strict), each against torch: that the drop-in takes
+    them, without a GPU."""
+    import tilec
+
+    tilec.install(strict=True)
+    import torch
+
+    torch.manual_seed(0)
+    for name, (make, call, tol, ref) in liger_cases(torch, "cpu").items():
+        if only and name not in only:
+            continue
+        args = make()
+        want, got = ref(*args), call(*args)
+        err = (got.double() - want.double()).abs().max().item()
+        ok = err <= tol * max(want.double().abs().max().item(), 1.0)
+        print(f"{name:16s} {'ok' if ok else 'WRONG'} (max err {err:.2g}; inputs {[tuple(a.shape) for a in args]})")
+    print("tilec:", {k: v for k, v in tilec.stats().items() if k != "reasons"})
+
+
 def run_mode(mode: str, only: str, timeout: int, graph: bool, library: str = "flaggems") -> dict[str, dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("TILEC_TRITON", None)
@@ -202,8 +232,13 @@ def main() -> None:
     ap.add_argument("--graph", action="store_true", help="time inside a CUDA graph (kernels, not launch paths)")
     ap.add_argument("--library", default="flaggems", choices=("flaggems", "liger"),
                     help="whose ops: FlagGems' (its src/ on PYTHONPATH) or Liger-Kernel's (its src/ on PYTHONPATH)")
+    ap.add_argument("--cpu-check", action="store_true", help="no GPU: Liger's cases, small, on tilec's cpu target "
+                    "through the drop-in, each against torch")  # fmt: skip
     args = ap.parse_args()
     only = {o for o in args.only.split(",") if o}
+    if args.cpu_check:
+        cpu_check(only)
+        return
     if args.child:
         child(args.child, only, args.graph, args.library)
         return
