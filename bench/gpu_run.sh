@@ -369,6 +369,17 @@ if [ "$stage" = dropin_host ]; then
       --json "$OUT/tutorial_timings.json" 2>&1 | grep -v -i warn | tee "$OUT/tutorial_timings.log" | tail -30
   fi
 fi
+if [ "$stage" = libraries ]; then
+  # issue 24's library kernels not in the FlagGems table: Liger-Kernel's softmax, 32,000-word cross-entropy, KL
+  # divergence and RoPE (carry .wt/liger: bench/NOTES-dropin.md), FlagGems' autotuned L2 norm and rotary embedding
+  # (carry .wt/flaggems); in CUDA graphs, then with each side's launch path
+  for g in --graph ""; do
+    [ -d .wt/liger/src ] && PYTHONPATH=$PWD/.wt/liger/src:$PYTHONPATH timeout 160 python3 bench/flaggems_ops.py --library liger \
+      $g --timeout 75 2>&1 | grep -v -i warn | tee -a "$OUT/libraries.log" | tail -9
+    [ -d .wt/flaggems/src ] && PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout 160 python3 bench/flaggems_ops.py \
+      --only vector_norm,rotary $g --timeout 75 2>&1 | grep -v -i warn | tee -a "$OUT/libraries.log" | tail -7
+  done
+fi
 if [ "$stage" = host_ablate ]; then
   # tutorial 02's softmax(x) with one step left out at a time and tutorial 05's backward (bench/dropin_host.py,
   # DROPIN_ABLATE=1; carry .wt), then the drop-in's side again on the tree in .wt/old (`git archive`)
