@@ -25,6 +25,8 @@ _CONSTRAINT = {16: "h", 32: "r", 64: "l"}
 
 def rmw_type(kind: str, e: ScalarType) -> str | None:
     """The PTX type of `atom.<kind>` on elements `e`, or None where PTX has no such atom."""
+    if not isinstance(e, ScalarType):
+        return None
     bits = e.bits
     if e.is_float:
         if kind == "add":
@@ -70,6 +72,8 @@ def atomic_rmw(b: ir.IRBuilder, kind: str, e: ScalarType, p, v, pred, attrs: dic
 
 def atomic_cas(b: ir.IRBuilder, e: ScalarType, p, cmp, v, pred, attrs: dict) -> ir.Value | None:
     """`atom.cas` at `p` where `pred` holds, returning the old value (None: not a PTX atom)."""
+    if not isinstance(e, ScalarType):
+        return None
     bits = e.bits
     if bits not in (16, 32, 64) or e.name in ("bf16", "i1") or e.is_fp8:
         return None
