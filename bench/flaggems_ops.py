@@ -28,17 +28,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _rope(q, k, cos, sin, pos):  # type: ignore[no-untyped-def]
-    """Rotary embedding (halves rotated, not interleaved) in torch: what flag_gems.apply_rotary_pos_emb computes."""
+def _rotated(q, k, c, s):  # type: ignore[no-untyped-def]
+    """q and k rotated by halves (not interleaved) in torch, c and s (half the head's width) broadcast over them,
+    flattened one after the other: the rotary embedding both libraries' kernels compute."""
     import torch
-
-    c, s = cos[pos][:, None, :].float(), sin[pos][:, None, :].float()
 
     def one(x):  # type: ignore[no-untyped-def]
         x1, x2 = x.float().chunk(2, dim=-1)
-        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
+        return torch.cat([x1 * c.float() - x2 * s.float(), x2 * c.float() + x1 * s.float()], dim=-1).to(x.dtype)
 
     return torch.cat([one(q).flatten(), one(k).flatten()])
+
+
+def _rope(q, k, cos, sin, pos):  # type: ignore[no-untyped-def]
+    """What flag_gems.apply_rotary_pos_emb computes: q, k (tokens, heads, dim), cos/sin (positions, dim / 2)."""
+    return _rotated(q, k, cos[pos][:, None, :], sin[pos][:, None, :])
 
 
 def cases(torch):
@@ -118,12 +122,9 @@ def liger_cases(torch, dev: str = "cuda"):
         cos, sin = (torch.cat([t, t], -1).to(f16) for t in (ang.cos(), ang.sin()))
         return rnd(1, 32, 4096, 128), rnd(1, 8, 4096, 128), cos, sin
 
-    def rope_ref(q, k, cos, sin):  # type: ignore[no-untyped-def]
-        def one(x):  # type: ignore[no-untyped-def]
-            x1, x2 = x.float().chunk(2, dim=-1)
-            return (x.float() * cos[:, None].float() + torch.cat([-x2, x1], -1) * sin[:, None].float()).to(x.dtype)
-
-        return torch.cat([one(q).flatten(), one(k).flatten()])
+    def rope_ref(q, k, cos, sin):  # type: ignore[no-untyped-def]  # q, k (1, heads, seq, dim); cos/sin (1, seq, dim)
+        half = cos.shape[-1] // 2
+        return _rotated(q, k, cos[:, None, :, :half], sin[:, None, :, :half])
 
     def rope(q, k, cos, sin):  # type: ignore[no-untyped-def]
         return torch.cat([t.flatten() for t in LigerRopeFunction.apply(q, k, cos, sin)])

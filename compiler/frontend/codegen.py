@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import BudgetExceededError, CompileError, UnsupportedSyntaxError
 from ..ir import Loc, Module
 from ..ir.types import ScalarType
-from . import blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
+from . import atomics, blockptr, combine, extras, philox, tileops  # noqa: F401 - they register tl.rand, tl.sort, block pointers... in LIB
 from .blockptr import BlockPtr
 from .library import LIB, cast, expand_dims, lookup, reshape, trans
 from .reader import KernelSource, ModuleInfo, canonical_module

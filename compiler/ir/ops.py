@@ -274,14 +274,16 @@ def _store(op: Operation) -> None:
 
 
 ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
+ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")  # Triton's memory orders (default acq_rel)
+ATOMIC_SCOPES = ("gpu", "cta", "sys")  # Triton's scopes (default gpu)
 
 
 def _atomic_order(op: Operation) -> None:
     """An atomic's memory order and scope are Triton's words for them (the cuda lowering writes them into PTX)."""
-    if op.attrs.get("sem", "acq_rel") not in ("relaxed", "acquire", "release", "acq_rel"):
-        fail(op, f"sem must be one of relaxed, acquire, release, acq_rel, got {op.attrs['sem']!r}")
-    if op.attrs.get("scope", "gpu") not in ("gpu", "cta", "sys"):
-        fail(op, f"scope must be one of gpu, cta, sys, got {op.attrs['scope']!r}")
+    if op.attrs.get("sem", "acq_rel") not in ATOMIC_SEMS:
+        fail(op, f"sem must be one of {', '.join(ATOMIC_SEMS)}, got {op.attrs['sem']!r}")
+    if op.attrs.get("scope", "gpu") not in ATOMIC_SCOPES:
+        fail(op, f"scope must be one of {', '.join(ATOMIC_SCOPES)}, got {op.attrs['scope']!r}")
 
 
 def _atomic_rmw(op: Operation) -> None:

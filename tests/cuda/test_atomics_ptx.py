@@ -2,7 +2,7 @@
 none: each is one predicated `atom.<sem>.<scope>.global`, assembled by ptxas (no GPU needed). LLVM's NVPTX
 backend printed every atomicrmw as a relaxed atom, so a spin lock's release (tutorial 05's layer-norm backward)
 did not order the stores before it, and its cmpxchg at system scope. The GPU side: tests/cuda/test_gpu.py's
-atomics and the lock test in test_gpu_every_op."""
+atomics, test_gpu_every_op's and test_lock_gpu.py."""
 
 from __future__ import annotations
 

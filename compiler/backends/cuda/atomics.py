@@ -17,8 +17,6 @@ from ...ir.types import ScalarType
 from ..llvm.asmcall import returning_call
 from . import ops
 
-SEMS = ("relaxed", "acquire", "release", "acq_rel")
-SCOPES = ("gpu", "cta", "sys")
 _PTX_OP = {"add": "add", "max": "max", "min": "min", "xchg": "exch", "and": "and", "or": "or", "xor": "xor"}
 _CONSTRAINT = {16: "h", 32: "r", 64: "l"}
 

@@ -128,7 +128,7 @@ def ptx(llir_text: str, meta: dict) -> str:
 SPILL_RETRY_BYTES = 512
 
 
-def _one_block_per_sm(ptx_text: str, blocks: int = 1) -> str | None:
+def _min_blocks_per_sm(ptx_text: str, blocks: int = 1) -> str | None:
     """The PTX with `.minnctapersm <blocks>` after its entry's thread-count directive; None where it states one."""
     if ".minnctapersm" in ptx_text or ".maxnreg" in ptx_text:
         return None
@@ -161,7 +161,7 @@ def _one_more_block(ptx_text: str, usage: dict, meta: dict) -> str | None:
     cap = _regs_for_blocks(now + 1, threads)
     if cap < regs * (1 - OCCUPANCY_STEP) or blocks_per_sm(cap, threads, shared) <= now:
         return None
-    return _one_block_per_sm(ptx_text, now + 1)
+    return _min_blocks_per_sm(ptx_text, now + 1)
 
 
 def cubin(ptx_text: str, meta: dict) -> bytes:
@@ -170,7 +170,7 @@ def cubin(ptx_text: str, meta: dict) -> bytes:
     usage = nvptx.resource_usage(log)
     spilled = usage.get("spill_stores", 0)
     if (meta["options"].cuda.leave_occupancy_to_ptxas and spilled >= SPILL_RETRY_BYTES
-            and usage.get("registers", 255) < 255 and (text := _one_block_per_sm(ptx_text)) is not None):  # fmt: skip
+            and usage.get("registers", 255) < 255 and (text := _min_blocks_per_sm(ptx_text)) is not None):  # fmt: skip
         again, again_log = nvptx.ptx_to_cubin(text, arch, level)
         again_usage = nvptx.resource_usage(again_log)
         if again_usage.get("spill_stores", 0) <= spilled // 2:
