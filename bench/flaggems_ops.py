@@ -6,6 +6,9 @@ tilec could not take fails its row instead of timing Triton's build.
 
 With --graph each op is timed inside a CUDA graph (triton.testing.do_bench_cudagraph: the calls are captured
 once and replayed), which takes the host's launch path out of both sides' figures: kernels against kernels.
+An op that cannot be captured (Liger's cross-entropy reads a count back to the host with .item()) is timed
+there by its kernels' own durations under torch.profiler instead, per call, the row marked "(profiler)".
+--profile prints, under each row, where the tilec side's host time goes (cProfile over 200 calls).
 Without it the figures include each side's launch path (FlagGems' own Python wrappers, then Triton's or
 tilec's launch), which for small ops is most of the time.
 
@@ -141,7 +144,41 @@ def liger_cases(torch, dev: str = "cuda"):
     }
 
 
-def child(mode: str, only: set[str], graph: bool, library: str = "flaggems") -> None:
+# ops whose call synchronises with the host (no CUDA graph can hold them): their kernels are timed by the profiler
+NOT_CAPTURABLE = {("liger", "cross_entropy")}
+
+
+def _kernels_ms(torch, fn, calls: int = 100) -> float:  # type: ignore[no-untyped-def]
+    """The device time of every kernel a call launches (torch.profiler's CUPTI durations), per call, in ms."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / calls / 1000.0
+
+
+def _host_profile(fn, calls: int = 200) -> str:  # type: ignore[no-untyped-def]
+    """cProfile of `calls` calls: the 14 functions of most own time."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(14)
+    return out.getvalue()
+
+
+def child(mode: str, only: set[str], graph: bool, library: str = "flaggems", host_profile: bool = False) -> None:
     """Run every op of `library` in this process's mode; one JSON line per op on stdout."""
     import contextlib
 
@@ -178,8 +215,14 @@ def child(mode: str, only: set[str], graph: bool, library: str = "flaggems") -> 
                 row["ok"] = bool(err <= tol * max(scale, 1.0)) and not math.isnan(err)
                 row["err"] = err
                 fn = lambda c=call, a=args: c(*a)  # noqa: E731
-                row["ms"] = (triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") if graph
-                             else triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median"))  # fmt: skip
+                if graph and (library, name) in NOT_CAPTURABLE:
+                    row["ms"], row["how"] = _kernels_ms(torch, fn), "profiler"
+                elif graph:
+                    row["ms"] = triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
+                else:
+                    row["ms"] = triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median")
+                if host_profile and mode == "tilec":
+                    row["profile"] = _host_profile(fn)
         except Exception as exc:  # noqa: BLE001 - the row records why
             row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         print(json.dumps(row), flush=True)
@@ -209,11 +252,13 @@ def cpu_check(only: set[str]) -> None:
     print("tilec:", {k: v for k, v in tilec.stats().items() if k != "reasons"})
 
 
-def run_mode(mode: str, only: str, timeout: int, graph: bool, library: str = "flaggems") -> dict[str, dict]:
+def run_mode(mode: str, only: str, timeout: int, graph: bool, library: str = "flaggems",
+             host_profile: bool = False) -> dict[str, dict]:  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("TILEC_TRITON", None)
-    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only, "--library", library,
-                        *(["--graph"] if graph else [])], env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    flags = (["--graph"] if graph else []) + (["--profile"] if host_profile else [])
+    p = subprocess.run([sys.executable, __file__, "--child", mode, "--only", only, "--library", library, *flags],
+                       env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
     rows = {}
     for line in p.stdout.splitlines():
         if line.startswith("{"):
@@ -233,6 +278,7 @@ def main() -> None:
     ap.add_argument("--graph", action="store_true", help="time inside a CUDA graph (kernels, not launch paths)")
     ap.add_argument("--library", default="flaggems", choices=("flaggems", "liger"),
                     help="whose ops: FlagGems' (its src/ on PYTHONPATH) or Liger-Kernel's (its src/ on PYTHONPATH)")
+    ap.add_argument("--profile", action="store_true", help="cProfile the tilec side's calls (host time)")
     ap.add_argument("--cpu-check", action="store_true", help="no GPU: Liger's cases, small, on tilec's cpu target "
                     "through the drop-in, each against torch")  # fmt: skip
     args = ap.parse_args()
@@ -241,10 +287,10 @@ def main() -> None:
         cpu_check(only)
         return
     if args.child:
-        child(args.child, only, args.graph, args.library)
+        child(args.child, only, args.graph, args.library, args.profile)
         return
     triton_rows = run_mode("triton", args.only, args.timeout, args.graph, args.library)
-    tilec_rows = run_mode("tilec", args.only, args.timeout, args.graph, args.library)
+    tilec_rows = run_mode("tilec", args.only, args.timeout, args.graph, args.library, args.profile)
     print("timed in CUDA graphs (kernels only)" if args.graph else "timed with launches (host path included)")
     print(f"{'op':16s} {'triton ms':>10s} {'tilec ms':>10s} {'ratio':>7s}  check")
     ratios = []
@@ -255,10 +301,13 @@ def main() -> None:
         if "ms" in t and "ms" in c and c.get("ok"):
             ratio = t["ms"] / c["ms"]
             ratios.append(ratio)
-            print(f"{name:16s} {t['ms']:10.4f} {c['ms']:10.4f} {ratio:7.2f}  ok (tilec max err {c['err']:.2g})")
+            how = " (profiler)" if c.get("how") else ""
+            print(f"{name:16s} {t['ms']:10.4f} {c['ms']:10.4f} {ratio:7.2f}  ok (tilec max err {c['err']:.2g}){how}")
         else:
             why = c.get("error") or t.get("error") or f"wrong result (max err {c.get('err')})"
             print(f"{name:16s} {t.get('ms', float('nan')):10.4f} {c.get('ms', float('nan')):10.4f} {'-':>7s}  {why}")
+        if c.get("profile"):
+            print(c["profile"])
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"geometric mean {geo:.3f} over {len(ratios)} ops; worst {min(ratios):.2f}")

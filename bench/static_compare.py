@@ -194,6 +194,37 @@ def _cases(flaggems: Path) -> dict:
         cases["softmax"] = (_function_source(ops / "softmax.py", "softmax_kernel_inner"), "softmax_kernel_inner",
                             {"output_ptr": "*fp16", "input_ptr": "*fp16", "M": "i32", "N": "i32"},
                             {"TILE_N": 4096, "ONE_TILE_PER_CTA": True}, ["output_ptr", "input_ptr", "M", "N"], 16, 3)  # fmt: skip
+    if (ROOT / ".wt/flaggems/src/flag_gems/fused/rotary_embedding.py").is_file():  # flaggems_ops' rotary: 4,096
+        # tokens, 32 q and 8 k heads of 128, positions given, seq_len None (a constexpr on both sides)
+        src = _function_source(flaggems / "src/flag_gems/fused/rotary_embedding.py", "apply_rotary_pos_emb_kernel")
+        strides = [f"{t}_stride_{d}" for t in ("q", "k", "oq", "ok") for d in "shd"]
+        rot_sig = {p: "*fp16" for p in ("oq_ptr", "ok_ptr", "q_ptr", "k_ptr", "cos_ptr", "sin_ptr")} | {"pos_ptr": "*i64"}
+        rot_sig |= {p: "i32" for p in strides + ["p_stride_s", "cos_stride_s", "sin_stride_s"]}
+        ones = [p for p in strides if p.endswith("_d")] + ["p_stride_s"]
+        cases["rotary"] = (src, "apply_rotary_pos_emb_kernel", rot_sig,
+                           {"seq_len": None, "NUM_Q_HEADS": 32, "NUM_K_HEADS": 8, "HEAD_DIM": 128, "PADDED_HEAD_DIM": 128,
+                            "ROTARY_INTERLEAVED": False, "MAX_POSITION_EMBEDDINGS": 4096},
+                           [p for p in rot_sig if p not in ones], 4, 3, ones)  # fmt: skip
+    liger = ROOT / ".wt/liger/src/liger_kernel/ops"
+    if (liger / "kl_div.py").is_file():  # bench/flaggems_ops.py --library liger: its shapes and Liger's configs
+        consts = "".join(f"_REDUCTION_MODE_{m} = tl.constexpr({i})\n" for i, m in enumerate(("NONE", "SUM", "MEAN", "BATCHMEAN")))
+        src = _function_source(liger / "kl_div.py", "_kldiv_kernel_forward").replace("\n\n\n@", "\n" + consts + "\n\n@", 1)
+        kl_sig = {"y_ptr": "*fp32", "y_stride": "i32", "gt_ptr": "*fp32", "gt_stride": "i32", "loss_ptr": "*fp32",
+                  "loss_stride": "i32", "n_cols": "i32", "eps": "fp32"}  # fmt: skip
+        cases["liger_kl_div"] = (src, "_kldiv_kernel_forward", kl_sig, {"BLOCK_SIZE": 16384, "log_target": False, "reduction": 3},
+                                 ["y_ptr", "y_stride", "gt_ptr", "gt_stride", "loss_ptr", "n_cols"], 16, 3, ["loss_stride"])  # fmt: skip
+        src = _function_source(liger / "cross_entropy.py", "liger_cross_entropy_kernel").replace(
+            "\n\n\n@", "\nLOG2_E = tl.constexpr(1.4426950408889634)\n\n\n@", 1)
+        ce_sig = {"X_ptr": "*fp32", "X_stride": "i32", "Y_ptr": "*i64", "Y_stride": "i32", "weight_ptr": "*fp32",
+                  "loss_ptr": "*fp32", "z_loss_ptr": "*fp32", "loss_stride": "i32", "token_accuracy_ptr": "*fp32",
+                  "token_accuracy_stride": "i32", "predicted_tokens_ptr": "*i64", "predicted_tokens_stride": "i32",
+                  "n_cols": "i32", "n_non_ignore": "i32", "sum_non_ignore_weight": "fp32", "weight_sum": "fp32",
+                  "ignore_index": "i32", "softcap": "fp32"}  # fmt: skip
+        ce_consts = {"lse_square_scale": 0.0, "label_smoothing": 0.0, "reduction": "mean", "RETURN_Z_LOSS": False,
+                     "RETURN_TOKEN_ACCURACY": False, "RETURN_PREDICTED_TOKENS": False, "BLOCK_SIZE": 32768,
+                     "HAS_WEIGHT": False, "HAS_SOFTCAPPING": False, "HAS_GRADIENTS": False}  # fmt: skip
+        cases["liger_ce"] = (src, "liger_cross_entropy_kernel", ce_sig, ce_consts,
+                             ["X_ptr", "X_stride", "Y_ptr", "loss_ptr", "n_cols"], 32, 3, ["Y_stride", "loss_stride"])  # fmt: skip
     return cases
 
 

@@ -50,6 +50,7 @@ class CudaOptions:
     wgmma_pending: int = 1  # wgmma groups a pipelined K loop may leave in flight (gpu-pipeline)
     leave_occupancy_to_ptxas: bool = True  # no .minnctapersm; off: `.minnctapersm 1` (ptxas may take 255 regs)
     occupancy_step: bool = True  # a dot-free kernel just past an occupancy step is assembled for one more block (cuda/target.py)
+    register_schedule: bool = True  # a dot-free kernel held under half the SM's warps by its registers is scheduled again for registers (cuda/target.py)
     a_from_registers: bool = True  # an A operand already in wgmma's fragment layout feeds it from registers
     stage_invariants_once: bool = True  # loop-invariant staged wgmma operands are stored once before the loop
     reuse_staged: bool = True  # ...and a later loop of the same block reads them there while they still are

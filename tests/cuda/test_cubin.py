@@ -58,10 +58,13 @@ def test_cubin_is_elf_with_kernel_and_resources(stem: str, sm: int) -> None:
 
 def test_vector_add_uses_16_byte_accesses() -> None:
     aligned = {p: {"divisibility": 16} for p in ("x_ptr", "y_ptr", "out_ptr", "n_elements")}
-    art = compile_cuda("vector_add", 90, emit="ptx", hints=aligned)
+    art = compile_cuda("vector_add", 90, emit="ptx", hints=aligned, consts={"BLOCK_SIZE": 1024})
     assert "ld.global.v4.b32" in art.ptx and "st.global.v4.b32" in art.ptx
-    plain = compile_cuda("vector_add", 90, emit="ptx")  # no alignment known: scalar accesses
+    plain = compile_cuda("vector_add", 90, emit="ptx", consts={"BLOCK_SIZE": 1024})  # no alignment known: scalar
     assert "ld.global.v4" not in plain.ptx
+    # 128 elements on 128 threads: one a thread (as Triton's coalescing), not 16-byte vectors on 32 of them
+    small = compile_cuda("vector_add", 90, emit="ptx", hints=aligned)
+    assert "ld.global.v4" not in small.ptx and "ld.global.b32" in small.ptx
 
 
 def test_softmax_reduces_with_shuffles_and_smem_across_warps() -> None:

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from functools import cache
 from glob import glob
 from pathlib import Path
@@ -104,8 +105,29 @@ def optimise(llir: str, kernel: str, sm: int | str, opt: int) -> llvm.ModuleRef:
     return mod
 
 
-def emit_ptx(mod: llvm.ModuleRef, sm: int | str, opt: int) -> str:
-    return target_machine(sm, opt).emit_assembly(mod)
+# LLVM's instruction scheduler before register allocation: NVPTX's own choice keeps each block in source order
+# ("default"); "registers" is LLVM's bottom-up register-reduction list scheduler (list-burr), which puts each
+# value's computation next to its use. The choice is an LLVM command-line option, global to the process: emits
+# take a lock, and one that asks for another scheduler sets it back before the lock is let go.
+SCHEDULERS = {"default": "default", "registers": "list-burr"}
+_EMIT_LOCK = threading.Lock()
+
+
+def emit_ptx(mod: llvm.ModuleRef, sm: int | str, opt: int, scheduler: str = "default") -> str:
+    with _EMIT_LOCK:
+        if scheduler == "default":
+            return target_machine(sm, opt).emit_assembly(mod)
+        llvm.set_option("", f"-pre-RA-sched={SCHEDULERS[scheduler]}")
+        try:
+            return target_machine(sm, opt).emit_assembly(mod)
+        finally:
+            llvm.set_option("", "-pre-RA-sched=default")
+
+
+def emit_ptx_again(llir_optimised: str, sm: int | str, opt: int, scheduler: str) -> str:
+    """PTX of an already optimised module (its text, as the ptx stage keeps it) under another scheduler."""
+    _init()
+    return emit_ptx(llvm.parse_assembly(llir_optimised), sm, opt, scheduler)
 
 
 # ---- cubin -------------------------------------------------------------------------------------

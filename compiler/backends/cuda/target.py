@@ -164,29 +164,79 @@ def _one_more_block(ptx_text: str, usage: dict, meta: dict) -> str | None:
     return _min_blocks_per_sm(ptx_text, now + 1)
 
 
-def cubin(ptx_text: str, meta: dict) -> bytes:
-    arch, level = _arch(meta), meta["options"].opt_level
-    binary, log = nvptx.ptx_to_cubin(ptx_text, arch, level)
-    usage = nvptx.resource_usage(log)
+# LLVM's NVPTX backend emits each block's instructions in the order the lowering wrote them: an elementwise
+# chain over a tile is written op by op across every element a thread holds, so all of a thread's elements are
+# live at once, and ptxas does not undo that. Liger-Kernel's KL divergence (16,384 fp32 columns on 16 warps,
+# libdevice's log on each) took 95 registers and one block an SM where Triton's build took 32 and four (its LLVM
+# keeps logf's branches, which cut the chains apart). A dot-free kernel that its registers leave under half the
+# SM's warps, or that spills, is emitted again under LLVM's register-reduction scheduler and assembled (with the
+# same retry and step as the first); that build is kept where it spills no more and gives more resident blocks,
+# or as many with fewer bytes spilled.
+def _wants_register_schedule(build: _Build, meta: dict) -> bool:
+    regs, threads, shared = build.usage.get("registers", 0), meta.get("threads_per_block", 0), meta.get("shared_bytes", 0)
+    if not regs or not threads or not meta.get("llir_optimised") or meta.get("dots", 1):
+        return False
+    now = blocks_per_sm(regs, threads, shared)
+    limited = now < blocks_per_sm(1, threads, shared) and now * -(-threads // 32) < 32
+    return limited or build.usage.get("spill_stores", 0) > 0
+
+
+class _Build:
+    """One assembly of a kernel's PTX: the text, the cubin, ptxas's log and the resources it read there."""
+
+    def __init__(self, text: str, meta: dict) -> None:
+        self.text = text
+        self.binary, self.log = nvptx.ptx_to_cubin(text, _arch(meta), meta["options"].opt_level)
+        self.usage = nvptx.resource_usage(self.log)
+
+    def rank(self, meta: dict) -> tuple[int, int]:
+        """(resident blocks an SM, bytes not spilled): more is better."""
+        regs = self.usage.get("registers", 255)
+        return blocks_per_sm(regs, meta.get("threads_per_block", 0), meta.get("shared_bytes", 0)), -self.usage.get("spill_stores", 0)
+
+
+def _retried(build: _Build, meta: dict, facts: dict) -> _Build:
+    """The build after the spill retry or the occupancy step, where either applies and is kept (`facts` records
+    which, with the first build's figures)."""
+    usage, cuda = build.usage, meta["options"].cuda
     spilled = usage.get("spill_stores", 0)
-    if (meta["options"].cuda.leave_occupancy_to_ptxas and spilled >= SPILL_RETRY_BYTES
-            and usage.get("registers", 255) < 255 and (text := _min_blocks_per_sm(ptx_text)) is not None):  # fmt: skip
-        again, again_log = nvptx.ptx_to_cubin(text, arch, level)
-        again_usage = nvptx.resource_usage(again_log)
-        if again_usage.get("spill_stores", 0) <= spilled // 2:
-            meta["occupancy_retry"] = {"registers": usage.get("registers"), "spill_stores": spilled}
-            binary, log, usage, meta["ptx_final"] = again, again_log, again_usage, text
-    elif meta["options"].cuda.occupancy_step and (text := _one_more_block(ptx_text, usage, meta)) is not None:
-        again, again_log = nvptx.ptx_to_cubin(text, arch, level)
-        again_usage = nvptx.resource_usage(again_log)
-        if not again_usage.get("spill_stores", 0) and again_usage.get("registers", 255) < usage.get("registers", 0):
-            meta["occupancy_step"] = {"registers": usage.get("registers")}
-            binary, log, usage, meta["ptx_final"] = again, again_log, again_usage, text
-    meta.update(usage)
+    if (cuda.leave_occupancy_to_ptxas and spilled >= SPILL_RETRY_BYTES and usage.get("registers", 255) < 255
+            and (text := _min_blocks_per_sm(build.text)) is not None):  # fmt: skip
+        again = _Build(text, meta)
+        if again.usage.get("spill_stores", 0) <= spilled // 2:
+            facts["occupancy_retry"] = {"registers": usage.get("registers"), "spill_stores": spilled}
+            return again
+    elif cuda.occupancy_step and (text := _one_more_block(build.text, usage, meta)) is not None:
+        again = _Build(text, meta)
+        if not again.usage.get("spill_stores", 0) and again.usage.get("registers", 255) < usage.get("registers", 0):
+            facts["occupancy_step"] = {"registers": usage.get("registers")}
+            return again
+    return build
+
+
+def cubin(ptx_text: str, meta: dict) -> bytes:
+    first = _Build(ptx_text, meta)
+    facts: dict = {}
+    best = _retried(first, meta, facts)
+    if meta["options"].cuda.register_schedule and _wants_register_schedule(best, meta):
+        arch, level = _arch(meta), meta["options"].opt_level
+        text = nvptx.emit_ptx_again(meta["llir_optimised"], arch, level, "registers")
+        if text != ptx_text:
+            alt_facts: dict = {}
+            alt = _retried(_Build(text, meta), meta, alt_facts)
+            (blocks, kept), (alt_blocks, alt_kept) = best.rank(meta), alt.rank(meta)
+            if alt_kept >= kept and (alt_blocks, alt_kept) > (blocks, kept):
+                facts = alt_facts | {"register_schedule": {"registers": best.usage.get("registers"),
+                                                           "spill_stores": -kept}}  # fmt: skip
+                best = alt
+    meta.update(facts)
+    if best is not first:
+        meta["ptx_final"] = best.text
+    meta.update(best.usage)
     # without ptxas's "Compile time = ... ms" lines: the launch metadata is signed with the build, and two
     # builds of one key must give the same bytes (tests/test_build_determinism.py)
-    meta["assembler_log"] = re.sub(r"^.*Compile time = .*(\n|$)", "", log, flags=re.MULTILINE)
-    return binary
+    meta["assembler_log"] = re.sub(r"^.*Compile time = .*(\n|$)", "", best.log, flags=re.MULTILINE)
+    return best.binary
 
 
 def blocks_per_sm(registers: int, threads: int, shared_bytes: int) -> int:

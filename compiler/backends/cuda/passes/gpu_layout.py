@@ -116,6 +116,10 @@ def wgmma_spec(op: Operation, num_warps: int) -> WgmmaSpec | None:
     return WgmmaSpec(kinds[0], wm, wn, mrep, cols, kinds[1] if kinds[1] != kinds[0] else "", acc)
 
 
+# ops that combine a tile's elements across threads
+_COMBINING = frozenset({"reduce", "reduce_with", "scan", "sort", "gather", "histogram"})
+
+
 @dataclass
 class _Assignment(LayoutPlan):
     """The plan being built, with what only the pass needs: the values whose layout an access or a
@@ -125,6 +129,7 @@ class _Assignment(LayoutPlan):
     uses: dict[Value, list[Operation]] = field(default_factory=dict)
     # (for op, carried index) -> the layout its users after the loop read it in (_preferences)
     prefer: dict[tuple[Operation, int], Layout] = field(default_factory=dict)
+    combines: bool = False  # the function reduces, scans, sorts or gathers across a tile's threads
 
 
 @dataclass(frozen=True)
@@ -156,9 +161,10 @@ class GpuLayoutPass:
         loop gives a layout (a running sum of recomputable values) is read after the loop in a layout of
         its users' choosing: the next round carries it in that layout (at most 3 rounds)."""
         axis, uses = axis_analysis(fn), uses_in(fn.body.block)
+        combines = any(u.name in _COMBINING for users in uses.values() for u in users)
         prefer: dict = {}
         for _ in range(3):
-            plan = _Assignment(self.num_warps, axis=axis, uses=uses, prefer=dict(prefer))
+            plan = _Assignment(self.num_warps, axis=axis, uses=uses, prefer=dict(prefer), combines=combines)
             for a in fn.args:
                 if isinstance(a.type, TileType):
                     plan.natural[a] = plan.default(a.type.shape)
@@ -249,10 +255,14 @@ class GpuLayoutPass:
         for n in shape:
             numel *= n
         per_thread = numel // (32 * self.num_warps)
-        if per_thread >= 2:
+        if per_thread >= 2 or (per_thread == 1 and not plan.combines):
             # as Triton's coalescing caps it: a tile with at least two elements for every thread but fewer
             # than a 16-byte vector each spreads over all threads (narrower vectors) rather than leaving
-            # replicated warps to load the same addresses again ([1024] fp16 over 8 warps: 4 a thread, v2)
+            # replicated warps to load the same addresses again ([1024] fp16 over 8 warps: 4 a thread, v2).
+            # At one element a thread, where nothing combines values across threads: FlagGems' rotary
+            # embedding ([128] fp16 heads on 4 warps) had 16 threads' work repeated by the other 112. A
+            # function that reduces keeps the wide vector there: a 128-column row in one warp reduces
+            # with shuffles alone, not through shared memory across warps.
             vec = min(vec, per_thread)
         if vec == 1 and ptr in plan.strong and contig < 2:
             return plan.natural[ptr]  # a gather: keep the layout the offsets came in
