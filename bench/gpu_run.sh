@@ -372,12 +372,14 @@ fi
 if [ "$stage" = libraries ]; then
   # issue 24's library kernels not in the FlagGems table: Liger-Kernel's softmax, 32,000-word cross-entropy, KL
   # divergence and RoPE (carry .wt/liger: bench/NOTES-dropin.md), FlagGems' autotuned L2 norm and rotary embedding
-  # (carry .wt/flaggems); in CUDA graphs, then with each side's launch path
+  # (carry .wt/flaggems); in CUDA graphs, then with each side's launch path (LIB_PROFILE=1: where tilec's host
+  # time goes, cProfile under each row)
   for g in --graph ""; do
+    p=$([ -z "$g" ] && [ -n "${LIB_PROFILE:-}" ] && echo --profile)
     [ -d .wt/liger/src ] && PYTHONPATH=$PWD/.wt/liger/src:$PYTHONPATH timeout 160 python3 bench/flaggems_ops.py --library liger \
-      $g --timeout 75 2>&1 | grep -v -i warn | tee -a "$OUT/libraries.log" | tail -9
+      $g $p --timeout 75 2>&1 | grep -v -i warn | tee -a "$OUT/libraries.log" | tail -${LIB_TAIL:-9}
     [ -d .wt/flaggems/src ] && PYTHONPATH=$PWD/.wt/flaggems/src:$PYTHONPATH timeout 160 python3 bench/flaggems_ops.py \
-      --only vector_norm,rotary $g --timeout 75 2>&1 | grep -v -i warn | tee -a "$OUT/libraries.log" | tail -7
+      --only vector_norm,rotary $g $p --timeout 75 2>&1 | grep -v -i warn | tee -a "$OUT/libraries.log" | tail -${LIB_TAIL:-7}
   done
 fi
 if [ "$stage" = host_ablate ]; then
