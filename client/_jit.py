@@ -80,6 +80,7 @@ class JITKernel:
             self.ks = read_kernel(self.source, name, filename=filename)
         self.name = self.ks.name
         self.params = self.ks.params
+        self._param_names = [p.name for p in self.params]
         self.cache: dict[tuple, Artifact] = {}
         self.best_configs: dict[tuple, Any] = {}
         self.compile_count = 0  # artifacts this kernel obtained: compiled here, read from disk or fetched
@@ -255,7 +256,24 @@ class JITKernel:
 
     # ---- launch ------------------------------------------------------------------------------------
 
+    def positional(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The call with the keyword arguments that continue its positional ones, in parameter order, moved
+        among them (Liger-Kernel passes every argument by name; a call giving `eps=` after the positional
+        ones is common): one form of the call for the warm path's key, whose runtime arguments it packs
+        by position. A launch option (num_warps, ...) stays a keyword, as does anything after a gap."""
+        names, n = self._param_names, len(args)
+        if n >= len(names) or names[n] not in kwargs or names[n] in _LAUNCH_OPTIONS:
+            return args, kwargs
+        rest, more = dict(kwargs), []
+        for name in names[n:]:
+            if name not in rest or name in _LAUNCH_OPTIONS:
+                break
+            more.append(rest.pop(name))
+        return args + tuple(more), rest
+
     def run(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        if kwargs:
+            args, kwargs = self.positional(args, kwargs)
         fast = self.__dict__.get("_cuda_fast")
         if fast is not None and fast.launch(grid, args, kwargs):
             return  # warm cuda launch (runtime/cuda.py FastPath)
@@ -290,6 +308,8 @@ class JITKernel:
         (Triton's `kernel.warmup(...)`); an autotuned kernel warms its first config. A cuda build is kept per
         the warm launch path's key of the call: a library that warms before every launch (Triton's fused-softmax
         tutorial reads the registers to size its grid) pays the key, not the binding and the cache's lookup."""
+        if kwargs:
+            args, kwargs = self.positional(args, kwargs)
         fast = self.__dict__.get("_cuda_fast")
         memo = self.__dict__.setdefault("_warm_memo", {})
         try:  # FastPath's key as key_of gives it once the call's classes are known (else None: a miss)

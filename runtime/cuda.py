@@ -533,6 +533,9 @@ class FastPath:
             elif t is bool:  # an i1 argument or a flag given positionally (FlagGems' kernels take several)
                 r_add(int(a))
                 k_add((bool, a))  # never equal to an int's class (True == 1)
+            elif a is None or t is str:  # a constexpr's value (None also for a pointer or an int: Triton's too)
+                r_add(a)
+                k_add((t, a))
             elif t in self.ducks:  # a duck-typed tensor (a library's strided buffer): as a tensor, by its device
                 p = int(a.data_ptr())
                 r_add(p)

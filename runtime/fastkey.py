@@ -45,6 +45,14 @@ def make_keyer(fast: Any, args: tuple) -> Any:
             guards.append(f"type({name}) is bool")
             keys.append(f"(bool, {name})")
             raws.append(f"int({name})")
+        elif a is None:
+            guards.append(f"{name} is None")
+            keys.append("(N, None)")
+            raws.append("None")
+        elif t is str:
+            guards.append(f"type({name}) is str")
+            keys.append(f"(str, {name})")
+            raws.append(name)
         else:
             return None
     keys.append(device or "None")
@@ -67,7 +75,7 @@ def make_keyer(fast: Any, args: tuple) -> Any:
         f"    return (tuple(kwargs.items()) if kwargs else None, {''.join(k + ', ' for k in keys)}), "
         f"[{', '.join(raws)}]\n"
     )
-    scope: dict[str, Any] = {"T": tensor}
+    scope: dict[str, Any] = {"T": tensor, "N": type(None)}
     exec(compile(source, f"<FastPath key of {n} arguments>", "exec"), scope)  # noqa: S102 - our own text
     fn = scope["keyer"]
     fn.source = source

@@ -117,7 +117,11 @@ def test_fast_path_key_separates_specialisations() -> None:
     # a bool (FlagGems passes flags positionally) is its own class, by value: never the key of an int 1
     flags = {fp._key((x, y, o, v), {})[0] for v in (True, False, 1, 0)}
     assert len(flags) == 4 and fp._key((x, y, o, True), {})[1] == [1 << 20, 2 << 20, 3 << 20, 1]
-    assert fp._key((x, y, o, "a"), {})[0] is None and fp._key((x, y, o, None), {})[0] is None  # full path
+    # None and a string (constexprs given positionally: Triton specialises None, Liger passes reduction="mean")
+    # key by value, each its own class: never the key of another value or of an int
+    values = {fp._key((x, y, o, v), {})[0] for v in (None, "a", "b", 0, 1, True)}
+    assert None not in values and len(values) == 6 and fp._key((x, y, o, None), {})[1] == [1 << 20, 2 << 20, 3 << 20, None]
+    assert fp._key((x, y, o, object()), {})[0] is None  # anything else: the full path
     assert fp._key((x, y, o, 1024, 256), {})[0] != fp._key((x, y, o, 1024, 512), {})[0]  # positional constexpr
 
 
@@ -264,12 +268,13 @@ def test_written_out_keys_equal_the_general_key() -> None:
 
     def value(kind: str):  # type: ignore[no-untyped-def]
         return {"t": tensor, "i": lambda: rng.choice([1, 0, 16, 1001, 2**33, -5, 2**31]),
-                "f": lambda: rng.choice([0.5, 1.0]), "b": lambda: rng.choice([True, False])}[kind]()  # fmt: skip
+                "f": lambda: rng.choice([0.5, 1.0]), "b": lambda: rng.choice([True, False]),
+                "n": lambda: None, "s": lambda: rng.choice(["mean", "sum"])}[kind]()  # fmt: skip
 
     checked = 0
     for kernel, multi in itertools.product((k, k2), (False, True)):
         for kinds in itertools.product("tibf", repeat=4):
-            for extra in ((), ("i",), ("i", "i")):
+            for extra in ((), ("i",), ("i", "i"), ("n", "s")):
                 fp = FastPath(kernel.params, tensor_type=ShapedTensor, stream_of=lambda d: 0,
                               value_names=kernel.value_names())  # fmt: skip
                 fp.multi_gpu = multi
@@ -280,12 +285,29 @@ def test_written_out_keys_equal_the_general_key() -> None:
                     kw = rng.choice([{}, {"BLOCK_SIZE": 256}, {"num_warps": 8, "BLOCK": 64}])
                     assert keyer(args, kw) == fp._key_any(args, kw), (pattern, args, kw, keyer.source)
                     checked += 1
-                other = tuple(value("f" if c != "f" else "i") for c in pattern)
+                other = tuple(value("f" if c not in "fn" else "i") for c in pattern)
                 assert keyer(other, {}) is None  # another pattern: the general key answers
-    assert checked == 2 * 2 * 4**4 * 3 * 4
+    assert checked == 2 * 2 * 4**4 * 4 * 4
     fp, _, _ = _fast()
     x, y, o = Tensor(1 << 20), Tensor(2 << 20), Tensor(3 << 20)
     fp.key_of((x, y, o, 1024), {})
-    assert 4 in fp.keyers and fp._key((x, y, o, "a"), {}) == (None, None)  # the general key refuses it
+    assert 4 in fp.keyers and fp._key((x, y, o, object()), {}) == (None, None)  # the general key refuses it
+    assert fp._key((x, y, o, "a"), {}) == fp._key_any((x, y, o, "a"), {}) != (None, None)  # it answers a string
     fp.multi_gpu = True
     assert fp.keyers == {}  # written for one device: written again when next asked
+
+
+def test_keyword_arguments_that_continue_the_positional_ones_become_positional() -> None:
+    """A call that names its arguments (Liger-Kernel's way) has one form for the warm path's key: the keywords
+    that continue the positional arguments, in parameter order, join them; launch options stay keywords, and
+    so does anything after a gap (the full path binds it by name)."""
+    k = client.jit(source("vector_add"), "add_kernel")  # x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE
+    x, y, o = Tensor(1 << 20), Tensor(2 << 20), Tensor(3 << 20)
+    named = {"x_ptr": x, "y_ptr": y, "out_ptr": o, "n_elements": 4096, "BLOCK_SIZE": 256, "num_warps": 4}
+    assert k.positional((), named) == ((x, y, o, 4096, 256), {"num_warps": 4})
+    assert k.positional((x, y), {"out_ptr": o, "n_elements": 4096}) == ((x, y, o, 4096), {})
+    gap = {"out_ptr": o, "BLOCK_SIZE": 256}
+    assert k.positional((x,), gap) == ((x,), gap)  # y_ptr missing: left for binding to name
+    assert k.positional((x, y, o, 4096), {"num_warps": 8}) == ((x, y, o, 4096), {"num_warps": 8})
+    fp = FastPath(k.params, tensor_type=Tensor, stream_of=lambda d: 0)
+    assert fp._key(*k.positional((), named))[0] == fp._key((x, y, o, 4096, 256), {"num_warps": 4})[0] is not None
