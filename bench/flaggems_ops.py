@@ -8,7 +8,7 @@ With --graph each op is timed inside a CUDA graph (triton.testing.do_bench_cudag
 once and replayed), which takes the host's launch path out of both sides' figures: kernels against kernels.
 An op that cannot be captured (Liger's cross-entropy reads a count back to the host with .item()) is timed
 there by its kernels' own durations under torch.profiler instead, per call, the row marked "(profiler)".
---profile prints, under each row, where the tilec side's host time goes (cProfile over 200 calls).
+--profile prints, under each row, where each side's host time goes (cProfile over 200 calls).
 Without it the figures include each side's launch path (FlagGems' own Python wrappers, then Triton's or
 tilec's launch), which for small ops is most of the time.
 
@@ -163,7 +163,7 @@ def _kernels_ms(torch, fn, calls: int = 100) -> float:  # type: ignore[no-untype
 
 
 def _host_profile(fn, calls: int = 200) -> str:  # type: ignore[no-untyped-def]
-    """cProfile of `calls` calls: the 14 functions of most own time."""
+    """cProfile of `calls` calls: the 24 functions of most cumulative time."""
     import cProfile
     import io
     import pstats
@@ -174,7 +174,7 @@ def _host_profile(fn, calls: int = 200) -> str:  # type: ignore[no-untyped-def]
         fn()
     prof.disable()
     out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(14)
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(24)
     return out.getvalue()
 
 
@@ -221,7 +221,7 @@ def child(mode: str, only: set[str], graph: bool, library: str = "flaggems", hos
                     row["ms"] = triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
                 else:
                     row["ms"] = triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median")
-                if host_profile and mode == "tilec":
+                if host_profile:
                     row["profile"] = _host_profile(fn)
         except Exception as exc:  # noqa: BLE001 - the row records why
             row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -278,7 +278,7 @@ def main() -> None:
     ap.add_argument("--graph", action="store_true", help="time inside a CUDA graph (kernels, not launch paths)")
     ap.add_argument("--library", default="flaggems", choices=("flaggems", "liger"),
                     help="whose ops: FlagGems' (its src/ on PYTHONPATH) or Liger-Kernel's (its src/ on PYTHONPATH)")
-    ap.add_argument("--profile", action="store_true", help="cProfile the tilec side's calls (host time)")
+    ap.add_argument("--profile", action="store_true", help="cProfile each side's calls (host time)")
     ap.add_argument("--cpu-check", action="store_true", help="no GPU: Liger's cases, small, on tilec's cpu target "
                     "through the drop-in, each against torch")  # fmt: skip
     args = ap.parse_args()
@@ -306,8 +306,9 @@ def main() -> None:
         else:
             why = c.get("error") or t.get("error") or f"wrong result (max err {c.get('err')})"
             print(f"{name:16s} {t.get('ms', float('nan')):10.4f} {c.get('ms', float('nan')):10.4f} {'-':>7s}  {why}")
-        if c.get("profile"):
-            print(c["profile"])
+        for side, rec in (("triton", t), ("tilec", c)):
+            if rec.get("profile"):
+                print(f"{side}: {rec['profile']}")
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"geometric mean {geo:.3f} over {len(ratios)} ops; worst {min(ratios):.2f}")

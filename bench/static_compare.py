@@ -205,6 +205,13 @@ def _cases(flaggems: Path) -> dict:
                            {"seq_len": None, "NUM_Q_HEADS": 32, "NUM_K_HEADS": 8, "HEAD_DIM": 128, "PADDED_HEAD_DIM": 128,
                             "ROTARY_INTERLEAVED": False, "MAX_POSITION_EMBEDDINGS": 4096},
                            [p for p in rot_sig if p not in ones], 4, 3, ones)  # fmt: skip
+    if (ops / "cat.py").is_file():  # the torch.cat that flaggems_ops' rotary row ends with (1-D, two fp16 inputs)
+        src = _function_source(ops / "cat.py", "cat_copy_func_kernel_4")
+        cat_sig = {p: "*fp16" for p in ("out_ptr", "in_ptr_a", "in_ptr_b", "in_ptr_c", "in_ptr_d")}
+        cat_sig |= {f"{n}_{x}": "i32" for n in ("dim_size_in", "dim_offset", "total_elements") for x in "abcd"}
+        cat_sig |= {"dim_size_out": "i32", "dim_prod_post": "i32"}
+        cases["cat"] = (src, "cat_copy_func_kernel_4", cat_sig, {"BLOCK_X": 1024},
+                        [p for p in cat_sig if p != "dim_prod_post"], 4, 3, ["dim_prod_post"])  # fmt: skip
     liger = ROOT / ".wt/liger/src/liger_kernel/ops"
     if (liger / "kl_div.py").is_file():  # bench/flaggems_ops.py --library liger: its shapes and Liger's configs
         consts = "".join(f"_REDUCTION_MODE_{m} = tl.constexpr({i})\n" for i, m in enumerate(("NONE", "SUM", "MEAN", "BATCHMEAN")))

@@ -99,6 +99,12 @@ def _analyse(op: Operation, info: dict[Value, AxisInfo]) -> None:
                 info[a] = unknown(a)
         for inner in r.block.ops:
             _analyse(inner, info)
+    if op.name == "if" and len(op.regions) == 2 and op.results:  # what holds for what either branch yields
+        then, other = (reg.block.terminator.operands for reg in op.regions)
+        for r, x, y in zip(op.results, then, other, strict=False):
+            if tracked(r):
+                info[r] = _meet(info.get(x) or unknown(r), info.get(y) or unknown(r), unit_bytes(r))
+        return
     for r in op.results:
         if tracked(r):
             fn = RULES.get(op.name)
@@ -216,6 +222,9 @@ def _add(op: Operation, ins: list[AxisInfo]) -> AxisInfo:
 
 def _mul(op: Operation, ins: list[AxisInfo]) -> AxisInfo:
     a, b = ins
+    for x, other in ((a, op.operands[1]), (b, op.operands[0])):  # x * 1 is x (a stride specialised to 1)
+        if _const_operand(other) == 1:
+            return x
     n = len(a.contiguity)
     div = tuple(_sdiv(a, i) * _sdiv(b, i) for i in range(n))
     return AxisInfo((1,) * n, div, tuple(gcd(x, y) for x, y in _zip(a.constancy, b.constancy)))
@@ -229,6 +238,13 @@ def _divrem(op: Operation, ins: list[AxisInfo]) -> AxisInfo | None:
     a, b = ins
     c = _const_operand(op.operands[1])
     n = len(a.contiguity)
+    if c == 1:  # x // 1 is x; x % 1 is 0 everywhere
+        return a if op.name == "div" else AxisInfo((1,) * n, (MAX_DIV,) * n, dims(op.result))
+    if c is None and op.name == "div" and b.constancy == tuple(dims(op.operands[1])):
+        # x // N with N uniform: a run of x starting at a multiple of gcd(div x, div N) has one quotient
+        # (FlagGems' cat: idx // dim_size over a thread's contiguous elements, as Triton's constancy)
+        const = tuple(max(a.constancy[i], gcd(a.contiguity[i], a.divisibility[i], b.divisibility[0])) for i in range(n))
+        return AxisInfo((1,) * n, (1,) * n, const)
     if c is None and op.name == "rem" and b.constancy == tuple(dims(op.operands[1])):
         # x % N with N uniform: a run starting at a multiple of gcd(div x, div N) stays below the next wrap
         return AxisInfo(tuple(gcd(a.contiguity[i], a.divisibility[i], b.divisibility[0]) for i in range(n)),
