@@ -289,7 +289,7 @@ def main() -> None:
     if args.child:
         child(args.child, only, args.graph, args.library, args.profile)
         return
-    triton_rows = run_mode("triton", args.only, args.timeout, args.graph, args.library)
+    triton_rows = run_mode("triton", args.only, args.timeout, args.graph, args.library, args.profile)
     tilec_rows = run_mode("tilec", args.only, args.timeout, args.graph, args.library, args.profile)
     print("timed in CUDA graphs (kernels only)" if args.graph else "timed with launches (host path included)")
     print(f"{'op':16s} {'triton ms':>10s} {'tilec ms':>10s} {'ratio':>7s}  check")

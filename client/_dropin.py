@@ -234,6 +234,15 @@ class Launched:
             _STATS["launched"] += 1
 
     def _launch_merged(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        if not kwargs and (plan := self._runtime_plan()) is not None and len(args) == len(plan[1]):
+            # the runtime arguments alone, in order (FlagGems' LibEntry launches this way every time): put them
+            # into the call's arguments as the first launch through this handle laid them out
+            values, slots, options = plan
+            values = list(values)
+            for i, a in zip(slots, args, strict=True):
+                values[i] = a
+            self.kernel.run(tuple(grid) if isinstance(grid, list) else grid, tuple(values), options)
+            return
         order = self.names if len(args) == len(self.names) else self.runtime
         if len(args) > len(order):
             raise ArgumentError(f"{self.kernel.name}: {len(args)} arguments for {len(order)} parameters")
@@ -250,6 +259,25 @@ class Launched:
         self.kernel.run(
             tuple(grid) if isinstance(grid, list) else grid, tuple(positional), {**rest, **options}
         )
+
+
+    def _runtime_plan(self) -> tuple[list, list[int], dict] | None:
+        """For a launch with the runtime arguments alone: every parameter's value from the call that made the
+        handle (the runtime ones to be replaced), the positions of the runtime parameters, and the launch
+        options; worked out once per handle and kept while its call stays the same. None where the handle's
+        call does not give every parameter (the general merge binds the rest by name)."""
+        made = (self.args, self.kwargs)
+        kept = self.__dict__.get("_plan")
+        if kept is not None and kept[0][0] is made[0] and kept[0][1] is made[1]:
+            return kept[1]
+        call = {**dict(zip(self.names, self.args, strict=False)), **self.kwargs}
+        plan = None
+        if all(n in call for n in self.names):
+            options = {k: v for k, v in call.items() if k not in self.names and k not in _TRITON_ONLY_OPTIONS}
+            runtime = set(self.runtime)
+            plan = ([call[n] for n in self.names], [i for i, n in enumerate(self.names) if n in runtime], options)
+        self._plan = (made, plan)
+        return plan
 
 
 def _names(kernel: Any) -> tuple[list[str], list[str]]:

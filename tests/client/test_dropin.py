@@ -151,6 +151,12 @@ def test_a_library_kernel_runs_through_tilec_under_its_own_decorators(tpkg) -> N
     tpkg.act[(100,)](x2, y2, 100)  # the kept kernel, called with the runtime arguments only
     np.testing.assert_allclose(y2.numpy(), np.exp(x2.numpy()) + 1 / np.sqrt(x2.numpy() ** 2 + 1), rtol=1e-5)
     assert tpkg.act.calls == 2
+    handle = tpkg.act.kernel
+    plan = handle._plan  # the layout of such a launch, worked out once per handle
+    x3, y3 = torch.linspace(-1, 3, 100), torch.zeros(100)
+    tpkg.act[(100,)](x3, y3, 100)
+    np.testing.assert_allclose(y3.numpy(), np.exp(x3.numpy()) + 1 / np.sqrt(x3.numpy() ** 2 + 1), rtol=1e-5)
+    assert handle._plan is plan and plan[1] is not None and len(plan[1][1]) == 3
     kernel = tpkg.act.fn.fn.fn.__dict__["_tilec_state"]["kernel"]
     assert {"tpkg.ops", "tpkg.utils", "tpkg.shim"} <= set(kernel.bundle.modules)
 
