@@ -243,7 +243,7 @@ def _divrem(op: Operation, ins: list[AxisInfo]) -> AxisInfo | None:
     if c is None and op.name == "div" and b.constancy == tuple(dims(op.operands[1])):
         # x // N with N uniform: a run of x starting at a multiple of gcd(div x, div N) has one quotient
         # (FlagGems' cat: idx // dim_size over a thread's contiguous elements). Like the rem rule below, and
-        # like Triton's constancy for DivOp, this holds for x >= 0 (truncating division): indices
+        # like Triton's constancy for DivOp, this holds where x >= 0 (truncating division), as indices are
         const = tuple(max(a.constancy[i], gcd(a.contiguity[i], a.divisibility[i], b.divisibility[0])) for i in range(n))
         return AxisInfo((1,) * n, (1,) * n, const)
     if c is None and op.name == "rem" and b.constancy == tuple(dims(op.operands[1])):
