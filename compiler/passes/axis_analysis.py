@@ -238,13 +238,16 @@ def _divrem(op: Operation, ins: list[AxisInfo]) -> AxisInfo | None:
     a, b = ins
     c = _const_operand(op.operands[1])
     n = len(a.contiguity)
+    shape = dims(op.result)
     if c == 1:  # x // 1 is x; x % 1 is 0 everywhere
-        return a if op.name == "div" else AxisInfo((1,) * n, (MAX_DIV,) * n, dims(op.result))
+        return a if op.name == "div" else AxisInfo((1,) * n, (MAX_DIV,) * n, shape)
     if c is None and op.name == "div" and b.constancy == tuple(dims(op.operands[1])):
         # x // N with N uniform: a run of x starting at a multiple of gcd(div x, div N) has one quotient
-        # (FlagGems' cat: idx // dim_size over a thread's contiguous elements). Like the rem rule below, and
-        # like Triton's constancy for DivOp, this holds where x >= 0 (truncating division), as indices are
-        const = tuple(max(a.constancy[i], gcd(a.contiguity[i], a.divisibility[i], b.divisibility[0])) for i in range(n))
+        # (FlagGems' cat: idx // dim_size over a thread's contiguous elements). This holds where x >= 0
+        # (division truncates), as indices are; the rule is Triton's for DivOp, with its condition that x is
+        # contiguous along the whole dimension, so that a kernel dividing negative values gets Triton's result
+        const = tuple(max(a.constancy[i], gcd(a.contiguity[i], a.divisibility[i], b.divisibility[0]))
+                      if a.contiguity[i] == shape[i] else a.constancy[i] for i in range(n))  # fmt: skip
         return AxisInfo((1,) * n, (1,) * n, const)
     if c is None and op.name == "rem" and b.constancy == tuple(dims(op.operands[1])):
         # x % N with N uniform: a run starting at a multiple of gcd(div x, div N) stays below the next wrap
