@@ -39,6 +39,7 @@ class StandInKernel:
         fn = ctypes.CDLL(None).geteuid  # no arguments (extra ones are ignored by the C ABI); 0 as root
         fn.restype = ctypes.c_int
         self.fast = Launcher(0x7F0000001000, 128, 0, kinds, fn)
+        self.kinds = kinds
 
     def fail(self, rc: int) -> None:
         raise RuntimeError(rc)
@@ -59,11 +60,20 @@ def per_call_us(fn, reps: int = 50_000, rounds: int = 5) -> float:
 def warm(k, args: tuple, kwargs: dict, rest: dict) -> StandInKernel:
     """`k`'s FastPath (as client.jit builds it, stand-in tensors) with the entry a first launch leaves."""
     fast = FastPath(k.params, tensor_type=Tensor, stream_of=lambda device: 0, value_names=k.value_names())
-    key = fast.key_of(args, kwargs)  # as remember() makes it (the written-out key too)
     kernel = StandInKernel(["ptr", "ptr", "ptr", "i32"])
-    fast.table[key] = (kernel.fast, None, 0, rest, kernel)
+    _seed(k, fast, args, kwargs, kernel, rest)
     k._cuda_fast = fast
     return kernel
+
+
+def _seed(k, fast: FastPath, args: tuple, kwargs: dict, kernel: StandInKernel, rest: dict | None = None) -> None:
+    """The table entry remember() leaves after a first launch of `k` with these arguments: keyed on the call
+    as JITKernel.run puts it (keywords that continue the positional arguments among them), the runtime
+    arguments packed from the first positions."""
+    args, kwargs = k.positional(args, kwargs)
+    key = fast.key_of(args, kwargs)  # as remember() makes it (the written-out key too)
+    runtime = len(kernel.kinds)
+    fast.table[key] = (kernel.fast, None if runtime == len(args) else runtime, 0, rest or {}, kernel)
 
 
 TUTORIAL_02 = """
@@ -109,7 +119,7 @@ def tutorial_02(tmp: Path):  # type: ignore[no-untyped-def]
     k._cuda_fast = fast
     art = types.SimpleNamespace(metadata={"registers": 28, "shared_bytes": 16, "spill_stores": 0},
                                 kernel_name="softmax_kernel", target="cuda:sm_90")  # fmt: skip
-    k._warm_memo = {fast.key_of((y, x, 256, 256, 4096, 256), consts): art}
+    k._warm_memo = {fast.key_of(*k.positional((y, x, 256, 256, 4096, 256), consts)): art}
     kernel = StandInKernel(["ptr", "ptr", "i32", "i32", "i32", "i32"])
     key = fast.key_of((y, x, 256, 256, 4096, 256, 256, 4), {"num_warps": 8})
     fast.table[key] = (kernel.fast, 6, 0, {}, kernel)  # as remember() leaves it: the first 6 are the runtime ones
@@ -170,9 +180,8 @@ def tutorial_03(tmp: Path):  # type: ignore[no-untyped-def]
 
     dropped = _STATE.get("dropped", _TRITON_ONLY_OPTIONS)
     launch = {k2: v for k2, v in {"ACTIVATION": "", **cfg.all_kwargs()}.items() if k2 not in dropped}
-    key = fast.key_of(args, launch)
     kernel = StandInKernel(["ptr"] * 3 + ["i32"] * 9)
-    fast.table[key] = (kernel.fast, None, 0, {}, kernel)
+    _seed(k, fast, args, launch, kernel)
 
     def matmul() -> None:  # the tutorial's matmul(a, b) for fp16 256x256, less torch.empty and its asserts
         grid = lambda META: (-(-n // META["BLOCK_SIZE_M"]) * -(-n // META["BLOCK_SIZE_N"]),)  # noqa: E731

@@ -81,6 +81,7 @@ class JITKernel:
         self.name = self.ks.name
         self.params = self.ks.params
         self._param_names = [p.name for p in self.params]
+        self._runtime_params = frozenset(p.name for p in self.params if not p.constexpr)
         self.cache: dict[tuple, Artifact] = {}
         self.best_configs: dict[tuple, Any] = {}
         self.compile_count = 0  # artifacts this kernel obtained: compiled here, read from disk or fetched
@@ -257,11 +258,14 @@ class JITKernel:
     # ---- launch ------------------------------------------------------------------------------------
 
     def positional(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        """The call with the keyword arguments that continue its positional ones, in parameter order, moved
-        among them (Liger-Kernel passes every argument by name; a call giving `eps=` after the positional
-        ones is common): one form of the call for the warm path's key, whose runtime arguments it packs
-        by position. A launch option (num_warps, ...) stays a keyword, as does anything after a gap."""
+        """A call that names a runtime argument, with the keyword arguments that continue its positional ones,
+        in parameter order, moved among them (Liger-Kernel passes every argument by name; a call giving `eps=`
+        after the positional ones is common): one form of the call for the warm path, which packs runtime
+        arguments by position. A launch option (num_warps, ...) stays a keyword, as does anything after a gap;
+        a call whose keywords are constexprs alone is left as it is (the warm path keys them as keywords)."""
         names, n = self._param_names, len(args)
+        if self._runtime_params.isdisjoint(kwargs):
+            return args, kwargs
         if n >= len(names) or names[n] not in kwargs or names[n] in _LAUNCH_OPTIONS:
             return args, kwargs
         rest, more = dict(kwargs), []
@@ -272,7 +276,7 @@ class JITKernel:
         return args + tuple(more), rest
 
     def run(self, grid: Any, args: tuple, kwargs: dict) -> None:
-        if kwargs:
+        if kwargs and not self._runtime_params.isdisjoint(kwargs):
             args, kwargs = self.positional(args, kwargs)
         fast = self.__dict__.get("_cuda_fast")
         if fast is not None and fast.launch(grid, args, kwargs):
@@ -308,7 +312,7 @@ class JITKernel:
         (Triton's `kernel.warmup(...)`); an autotuned kernel warms its first config. A cuda build is kept per
         the warm launch path's key of the call: a library that warms before every launch (Triton's fused-softmax
         tutorial reads the registers to size its grid) pays the key, not the binding and the cache's lookup."""
-        if kwargs:
+        if kwargs and not self._runtime_params.isdisjoint(kwargs):
             args, kwargs = self.positional(args, kwargs)
         fast = self.__dict__.get("_cuda_fast")
         memo = self.__dict__.setdefault("_warm_memo", {})

@@ -298,9 +298,9 @@ def test_written_out_keys_equal_the_general_key() -> None:
 
 
 def test_keyword_arguments_that_continue_the_positional_ones_become_positional() -> None:
-    """A call that names its arguments (Liger-Kernel's way) has one form for the warm path's key: the keywords
-    that continue the positional arguments, in parameter order, join them; launch options stay keywords, and
-    so does anything after a gap (the full path binds it by name)."""
+    """A call that names runtime arguments (Liger-Kernel's way) has one form for the warm path's key: the
+    keywords that continue the positional arguments, in parameter order, join them; launch options stay
+    keywords, and so does anything after a gap (the full path binds it by name)."""
     k = client.jit(source("vector_add"), "add_kernel")  # x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE
     x, y, o = Tensor(1 << 20), Tensor(2 << 20), Tensor(3 << 20)
     named = {"x_ptr": x, "y_ptr": y, "out_ptr": o, "n_elements": 4096, "BLOCK_SIZE": 256, "num_warps": 4}
@@ -309,5 +309,7 @@ def test_keyword_arguments_that_continue_the_positional_ones_become_positional()
     gap = {"out_ptr": o, "BLOCK_SIZE": 256}
     assert k.positional((x,), gap) == ((x,), gap)  # y_ptr missing: left for binding to name
     assert k.positional((x, y, o, 4096), {"num_warps": 8}) == ((x, y, o, 4096), {"num_warps": 8})
+    # constexprs alone by name: left as they are (the warm path keys them as keywords, at no cost to the call)
+    assert k.positional((x, y, o, 4096), {"BLOCK_SIZE": 256}) == ((x, y, o, 4096), {"BLOCK_SIZE": 256})
     fp = FastPath(k.params, tensor_type=Tensor, stream_of=lambda d: 0)
     assert fp._key(*k.positional((), named))[0] == fp._key((x, y, o, 4096, 256), {"num_warps": 4})[0] is not None
