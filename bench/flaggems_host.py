@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--op", default="add")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--why", action="store_true", help="tilec: why warm launches miss runtime/cuda.py's FastPath")
+    ap.add_argument("--why", action="store_true", help="tilec: why warm launches miss runtime/fastpath.py's FastPath")
     args = ap.parse_args()
     sys.argv[1:] = []  # FlagGems reads the command line when it is imported
     if args.mode == "tilec":
@@ -41,7 +41,7 @@ def main() -> None:
         bypass_launch_cache()
     misses: dict = {}
     if args.why and args.mode == "tilec":
-        from tilec.runtime.cuda import FastPath
+        from tilec.runtime.fastpath import FastPath
 
         plain = FastPath.launch
 

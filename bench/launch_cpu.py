@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from tilec import client
-from tilec.runtime.cuda import FastPath, Launcher
+from tilec.runtime.cuda import Launcher
+from tilec.runtime.fastpath import FastPath
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -260,7 +260,6 @@ class Launched:
             tuple(grid) if isinstance(grid, list) else grid, tuple(positional), {**rest, **options}
         )
 
-
     def _runtime_plan(self) -> tuple[list, list[int], dict] | None:
         """For a launch with the runtime arguments alone: every parameter's value from the call that made the
         handle (the runtime ones to be replaced), the positions of the runtime parameters, and the launch

@@ -280,7 +280,7 @@ class JITKernel:
             args, kwargs = self.positional(args, kwargs)
         fast = self.__dict__.get("_cuda_fast")
         if fast is not None and fast.launch(grid, args, kwargs):
-            return  # warm cuda launch (runtime/cuda.py FastPath)
+            return  # warm cuda launch (runtime/fastpath.py)
         args = tuple(host_view(a) for a in args)  # torch CPU tensors: NumPy views, for the cpu target
         kwargs = {k: host_view(v) for k, v in kwargs.items()}
         bound, opts = self.bind(args, kwargs)
@@ -291,7 +291,7 @@ class JITKernel:
             full = self.complete(bound)
             art = self._run_once(grid, full, opts, target)
         if target.startswith("cuda"):
-            from tilec.runtime.cuda import FastPath
+            from tilec.runtime.fastpath import FastPath
 
             self.__dict__.setdefault("_cuda_fast", FastPath(self.params, value_names=self.value_names()))
             self._cuda_fast.remember(args, kwargs, self.runtime_names(full), art, full)
@@ -324,7 +324,7 @@ class JITKernel:
             return got
         art = self._warm(args, kwargs)
         if art.target.startswith("cuda"):
-            from tilec.runtime.cuda import FastPath
+            from tilec.runtime.fastpath import FastPath
 
             fast = self.__dict__.setdefault("_cuda_fast", FastPath(self.params, value_names=self.value_names()))
             key = fast.key_of(args, kwargs)

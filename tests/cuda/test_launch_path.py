@@ -12,7 +12,8 @@ import pytest
 from tests.kernels import source
 from tilec import client
 from tilec.client import ArgumentError, GridError
-from tilec.runtime.cuda import FastPath, Launcher, _LaunchConfig
+from tilec.runtime.cuda import Launcher, _LaunchConfig
+from tilec.runtime.fastpath import FastPath
 
 
 class Tensor:
